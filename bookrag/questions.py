@@ -1,0 +1,161 @@
+"""Labeled question sets (CSV via pandas, or JSONL): load, validate, split.
+
+Bad rows raise `DatasetError` naming the file, line and column, so a hand-edited set is easy to fix.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from bookrag.errors import DatasetError
+
+COLUMNS = ("id", "question", "answerable", "gold_sources", "key_facts", "reference_answer", "category",
+           "history", "selected_text", "split")
+REQUIRED = ("id", "question", "answerable")
+SPLITS = ("train", "dev", "test")
+SPLIT_SEED = "bookrag-split-v1"
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    answerable: bool
+    gold_sources: tuple[str, ...] = ()
+    key_facts: tuple[str, ...] = ()
+    reference_answer: str = ""
+    category: str = ""
+    history: tuple[dict, ...] = ()
+    selected_text: str = ""
+    split: str = ""
+
+    @property
+    def search_text(self) -> str:
+        """What to retrieve with when no LM rewrites the query: a follow-up is read with the turn before it."""
+        if self.history:
+            return f"{self.history[-1]['question']} {self.question}"
+        return self.question
+
+
+def seeded_split(question_id: str) -> str:
+    """50% train, 20% dev, 30% test by a seeded hash of the id: stable across runs and machines."""
+    h = int(hashlib.sha256(f"{SPLIT_SEED}:{question_id}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return "train" if h < 0.5 else "dev" if h < 0.7 else "test"
+
+
+def load_questions(path: Path, split: str | None = None) -> list[Question]:
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"question file {path} does not exist")
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        rows = _read_jsonl(path)
+    elif path.suffix.lower() == ".csv":
+        rows = _read_csv(path)
+    else:
+        raise DatasetError(f"{path}: use a .csv or .jsonl question file")
+    questions, seen = [], {}
+    for line, row in rows:
+        q = _question(path, line, row)
+        if q.id in seen:
+            raise DatasetError(f"{path}:{line}: column 'id': duplicate id {q.id!r} (first on line {seen[q.id]})")
+        seen[q.id] = line
+        questions.append(q)
+    if not questions:
+        raise DatasetError(f"{path} holds no questions")
+    if split is not None:
+        if split not in SPLITS + ("all",):
+            raise DatasetError(f"split must be one of {', '.join(SPLITS)} or all, got {split!r}")
+        questions = [q for q in questions if split == "all" or q.split == split]
+    return questions
+
+
+def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
+    rows = []
+    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}:{line_no}: each line must be a JSON object")
+        rows.append((line_no, row))
+    return rows
+
+
+def _read_csv(path: Path) -> list[tuple[int, dict]]:
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+        raise DatasetError(f"{path}: cannot be read as CSV ({exc})") from None
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise DatasetError(f"{path}: missing column(s) {', '.join(missing)}; expected columns: {', '.join(COLUMNS)}")
+    return list(zip(_record_lines(path), frame.to_dict("records")))
+
+
+def _record_lines(path: Path) -> list[int]:
+    """The file line each CSV record starts on (quoted cells may span lines)."""
+    lines, previous_end = [], 1
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        next(reader, None)
+        previous_end = reader.line_num
+        for _ in reader:
+            lines.append(previous_end + 1)
+            previous_end = reader.line_num
+    return lines
+
+
+def _question(path: Path, line: int, row: dict) -> Question:
+    def fail(column: str, problem: str):
+        raise DatasetError(f"{path}:{line}: column {column!r}: {problem}")
+
+    def text(column: str) -> str:
+        value = row.get(column)
+        return "" if value is None else str(value).strip()
+
+    def json_list(column: str) -> tuple:
+        value = row.get(column)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return ()
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                fail(column, f"expected a JSON array like [\"a\", \"b\"], got {value[:60]!r}")
+        if not isinstance(value, list):
+            fail(column, f"expected a JSON array, got {type(value).__name__}")
+        return tuple(value)
+
+    qid, question = text("id"), text("question")
+    if not qid:
+        fail("id", "empty id")
+    if not question:
+        fail("question", "empty question")
+    answerable = row.get("answerable")
+    if isinstance(answerable, str):
+        lowered = answerable.strip().lower()
+        if lowered not in ("true", "false", "1", "0", "yes", "no"):
+            fail("answerable", f"expected true or false, got {answerable!r}")
+        answerable = lowered in ("true", "1", "yes")
+    elif not isinstance(answerable, bool):
+        fail("answerable", f"expected true or false, got {answerable!r}")
+    gold, facts, history = json_list("gold_sources"), json_list("key_facts"), json_list("history")
+    if not all(isinstance(x, str) for x in gold + facts):
+        fail("gold_sources/key_facts", "list items must be strings")
+    for turn in history:
+        if not (isinstance(turn, dict) and isinstance(turn.get("question"), str)):
+            fail("history", 'each turn must be an object like {"question": "...", "answer": "..."}')
+    split = text("split") or seeded_split(qid)
+    if split not in SPLITS:
+        fail("split", f"expected one of {', '.join(SPLITS)}, got {split!r}")
+    return Question(qid, question, answerable, gold, facts, text("reference_answer"), text("category"),
+                    history, text("selected_text"), split)

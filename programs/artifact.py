@@ -1,0 +1,114 @@
+"""Compiled-program artifacts: `artifacts/<name>/program.json` (DSPy state, JSON, never pickle) and
+`manifest.json` (what it was compiled against). Written atomically; checked against the index on load."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from bookrag.config import Settings
+from bookrag.errors import ArtifactError
+
+PROGRAM_FILE, MANIFEST_FILE = "program.json", "manifest.json"
+MANIFEST_KEYS = ("bookrag_version", "dspy_version", "lm", "embedder", "collection", "book", "index_fingerprint")
+
+
+def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
+    """Write into a fresh sibling folder, then swap it in: a killed run leaves the previous artifact intact."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = out_dir.with_name(f".{out_dir.name}.writing-{uuid.uuid4().hex[:8]}")
+    staging.mkdir()
+    try:
+        program.save(str(staging / PROGRAM_FILE))
+        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        old = out_dir.with_name(f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}")
+        if out_dir.exists():
+            os.replace(out_dir, old)
+        os.replace(staging, out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out_dir
+
+
+def read_manifest(artifact_dir: Path) -> dict:
+    artifact_dir = Path(artifact_dir)
+    path = artifact_dir / MANIFEST_FILE
+    if not artifact_dir.is_dir():
+        raise ArtifactError(f"no compiled program at {artifact_dir}: run `python optimize.py` or check --program")
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ArtifactError(f"{path} is missing: the artifact is incomplete; recompile with `python optimize.py`") from None
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); recompile") from None
+    missing = [k for k in MANIFEST_KEYS if k not in manifest] if isinstance(manifest, dict) else list(MANIFEST_KEYS)
+    if missing:
+        raise ArtifactError(f"{path} lacks {', '.join(missing)}: it was edited or is from another tool; recompile")
+    return manifest
+
+
+def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, book_dir: Path | None = None,
+                 lm=None):
+    """A compiled BookRAG, ready to `ask()`. Refuses an artifact that does not match the index or LM."""
+    from programs.book_rag import BookRAG
+    from programs.language_model import make_lm
+    from retrievers import BookIndex
+
+    artifact_dir = Path(artifact_dir)
+    manifest = read_manifest(artifact_dir)
+    settings = settings or Settings.from_env()
+    index = BookIndex(settings, book_dir or Path(manifest["book"]))
+    if index.embedder.name != manifest["embedder"]:
+        raise ArtifactError(
+            f"{artifact_dir} was compiled with the {manifest['embedder']} embedder but {index.embedder.name} is "
+            "configured: set BOOKRAG_EMBEDDER to match, or recompile with `python optimize.py`"
+        )
+    if not index.is_ready():
+        raise ArtifactError(
+            f"collection {index.collection} is missing or empty: run `python ingest.py {index.book_dir}` "
+            "(or recompile)"
+        )
+    if manifest["collection"] != index.collection:
+        raise ArtifactError(f"{artifact_dir} was compiled for collection {manifest['collection']}, not "
+                            f"{index.collection}: recompile with `python optimize.py --book {index.book_dir}`")
+    program = BookRAG(index.retriever, lm=lm if lm is not None else make_lm(settings), k=settings.top_k)
+    try:
+        program.load(str(artifact_dir / PROGRAM_FILE))  # JSON state; DSPy refuses pickles unless allowed
+    except FileNotFoundError:
+        raise ArtifactError(f"{artifact_dir / PROGRAM_FILE} is missing; recompile with `python optimize.py`") from None
+    except Exception as exc:  # noqa: BLE001 - JSON errors, wrong keys, bad gate state: all mean "corrupt"
+        raise ArtifactError(f"{artifact_dir / PROGRAM_FILE} is corrupt or hand-edited ({exc}); recompile") from None
+    program.manifest = manifest
+    program.index = index
+    return program
+
+
+def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: Path | None = None,
+                 progress: bool | None = None, announce=print):
+    """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if compiled; else the zero-shot program.
+    The zero-shot path indexes the book first if its collection is missing, and says so."""
+    from bookrag.config import book_name
+    from programs.book_rag import BookRAG
+    from programs.language_model import make_lm
+    from retrievers import BookIndex
+
+    book_dir = Path(book_dir or settings.book_dir)
+    default = settings.artifacts_dir / book_name(book_dir)
+    if artifact is None and (default / MANIFEST_FILE).is_file():
+        artifact = default
+    index = BookIndex(settings, book_dir)
+    if not index.is_ready():
+        announce(f"Indexing {book_dir} into {index.collection} (first run) ...")
+        report = index.ingest(progress=progress)
+        announce(f"Indexed: {report.summary()}")
+    if artifact is not None:
+        index.close()  # load_program opens its own (the embedded store admits one opener)
+        return load_program(artifact, settings, book_dir=book_dir)
+    program = BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k)
+    program.manifest, program.index = None, index
+    return program

@@ -1,0 +1,222 @@
+"""`BookRAG`: retrieve -> gate -> generate (or extract) -> validate, as one DSPy module.
+
+Saved state (`program.save`): the two predictors' instructions and demos, and the refusal gate's calibration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import dspy
+
+from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE
+from programs.answer_with_citations import AnswerWithCitations
+from programs.extractive_answer import ExtractiveAnswer
+from programs.language_model import lm_errors, lm_mode
+from programs.refusal_gate import RefusalGate
+from programs.response import Citation, Response
+from programs.rewrite_query import RewriteQuery
+from retrievers.passage import Passage
+
+log = logging.getLogger(__name__)
+MAX_QUERY_WORDS = 500
+MIN_SELECTION_COVERAGE = 0.5  # share of the question's content words the selection must contain
+
+
+class BookRAG(dspy.Module):
+    def __init__(self, retriever=None, lm: dspy.LM | None = None, k: int = 5, search_mode: str = "hybrid",
+                 answer_mode: str = "auto"):
+        super().__init__()
+        self.rewrite = dspy.Predict(RewriteQuery)
+        self.generate = dspy.ChainOfThought(AnswerWithCitations)
+        self.gate = RefusalGate()
+        self.extract = ExtractiveAnswer()
+        self.retriever, self.lm = retriever, lm
+        self.k, self.search_mode = k, search_mode
+        if answer_mode not in ("auto", "generated", "extractive"):
+            raise ValueError(f"answer_mode must be auto, generated or extractive, got {answer_mode!r}")
+        self.answer_mode = answer_mode
+
+    @property
+    def generates(self) -> bool:
+        """Whether an LM writes the answer. `auto`: a hosted LM does; the 270M local model measurably cannot."""
+        if self.answer_mode != "auto":
+            return self.answer_mode == "generated"
+        return self.lm is not None and lm_mode(self.lm) == "hosted"
+
+    def forward(self, question: str, history=(), selected_text: str = "", module: str | None = None,
+                k: int | None = None) -> dspy.Prediction:
+        if selected_text:
+            return self.answer_from_selection(question, selected_text, history)
+        started = time.perf_counter()
+        query = self.standalone_query(question, history)
+        passages = self.retriever.search(query, k=k or self.k, module=module, mode=self.search_mode)
+        retrieved = time.perf_counter()
+        answerable, probability, _ = self.gate(query, passages)
+        gate = {"probability": round(probability, 4), "threshold": self.gate.threshold, "answerable": answerable,
+                "calibrated": self.gate.calibrated}
+        timing = {"retrieval_time_ms": (retrieved - started) * 1000}
+        if not answerable:
+            return _refusal(REFUSAL_MESSAGE, "gate", query, passages, gate, timing)
+        if self.generates:
+            with self._lm():
+                pred = self.generate(context=format_context(passages), question=question,
+                                     history=format_history(history))
+            citations = valid_citations(pred.citations, len(passages))
+            verdict, answer, mode = bool(pred.answerable), pred.answer, "generated"
+        else:
+            extract = self.extract(query, passages)
+            citations, verdict, answer, mode = extract.citations, bool(extract.answer), extract.answer, "extractive"
+        timing["generation_time_ms"] = (time.perf_counter() - retrieved) * 1000
+        if not verdict:
+            return _refusal(REFUSAL_MESSAGE, "model", query, passages, gate, timing)
+        if not citations:
+            return _refusal(REFUSAL_MESSAGE, "no_citation", query, passages, gate, timing)
+        confidence = "high" if probability >= self.gate.high_confidence else "low"
+        return dspy.Prediction(answer=answer, citations=citations, passages=passages, is_refusal=False,
+                               refusal_reason=None, confidence=confidence, mode=mode, query=query, gate=gate,
+                               **timing)
+
+    def standalone_query(self, question: str, history) -> str:
+        """A follow-up rewritten to stand alone: by the compiled predictor with a capable LM, else by reading it
+        with the previous question (the small local model cannot rewrite reliably)."""
+        if not history:
+            return question
+        if self.generates:
+            with self._lm():
+                rewritten = self.rewrite(history=format_history(history), question=question).standalone_query
+            if rewritten and rewritten.strip():
+                return rewritten.strip()
+        return f"{history[-1]['question']} {question}"
+
+    def answer_from_selection(self, question: str, selected_text: str, history=()) -> dspy.Prediction:
+        """Selected-text mode: the selection is the only source; no retrieval."""
+        started = time.perf_counter()
+        selection = Passage(id="selection", score=1.0, text=selected_text, title="Selected text", heading="",
+                            module="", source="", url="")
+        if self.generates:
+            with self._lm():
+                pred = self.generate(context=format_context([selection]), question=question,
+                                     history=format_history(history))
+            answer, verdict, mode = pred.answer, bool(pred.answerable), "generated"
+        else:
+            extract = self.extract(question, [selection])
+            answer, verdict, mode = extract.answer, extract.coverage >= MIN_SELECTION_COVERAGE, "extractive"
+        timing = {"retrieval_time_ms": 0.0, "generation_time_ms": (time.perf_counter() - started) * 1000}
+        if not verdict or not answer:
+            return _refusal(SELECTION_REFUSAL_MESSAGE, "not_in_selection", question, [], {}, timing)
+        return dspy.Prediction(answer=answer, citations=[], passages=[], is_refusal=False, refusal_reason=None,
+                               confidence="low", mode=mode, query=question, gate={}, **timing)
+
+    def _lm(self):
+        """The program's LM for this call only (dspy.context is per-thread; dspy.configure is not)."""
+        context = dspy.context(lm=self.lm) if self.lm is not None else _nothing()
+        return _Both(context, lm_errors(self.lm.model if self.lm is not None else None))
+
+    # -- the seed-001 API ------------------------------------------------------------------------------------
+    def ask(self, query: str, *, top_k: int | None = None, module: str | None = None, history=None,
+            selected_text: str | None = None) -> Response:
+        if not query or not query.strip():
+            raise ValueError("Query cannot be empty")
+        words = query.split()
+        if len(words) > MAX_QUERY_WORDS:
+            log.warning("query has %d words; keeping the first %d", len(words), MAX_QUERY_WORDS)
+            query = " ".join(words[:MAX_QUERY_WORDS])
+        started = time.perf_counter()
+        with dspy.context(track_usage=True):
+            pred = self(question=query, history=tuple(history or ()), selected_text=selected_text or "",
+                        module=module, k=top_k)
+        usage = _usage(pred)
+        return Response(
+            answer=pred.answer,
+            query=query,
+            citations=sorted(_citations(pred), key=lambda c: c.score, reverse=True),
+            confidence=pred.confidence,
+            is_refusal=pred.is_refusal,
+            refusal_reason=pred.refusal_reason,
+            mode=pred.mode,
+            retrieval_time_ms=round(pred.retrieval_time_ms, 2),
+            generation_time_ms=round(pred.generation_time_ms, 2),
+            total_time_ms=round((time.perf_counter() - started) * 1000, 2),
+            usage=usage,
+            standalone_query=pred.query if history else None,
+            gate=pred.gate,
+            passages=[{"n": n, "chunk_id": p.id, "score": p.score, "dense_score": p.dense_score,
+                       "sparse_score": p.sparse_score, "source": p.source, "heading": p.heading}
+                      for n, p in enumerate(pred.passages, start=1)],
+        )
+
+    async def ask_async(self, query: str, **kwargs) -> Response:
+        return await asyncio.to_thread(self.ask, query, **kwargs)
+
+
+def format_context(passages: list[Passage]) -> str:
+    return "\n\n".join(
+        f"[{n}] {p.title}{' › ' + p.heading if p.heading and p.heading != p.title else ''}\n{p.text}"
+        for n, p in enumerate(passages, start=1)
+    )
+
+
+def format_history(history) -> str:
+    return "\n".join(f"User: {t['question']}\nAssistant: {t.get('answer', '')}" for t in history or ())
+
+
+def valid_citations(citations, n_passages: int) -> list[int]:
+    """Passage numbers that name a retrieved passage; anything else (hallucinated, malformed) is dropped."""
+    valid = []
+    for c in citations or []:
+        try:
+            number = int(c)
+        except (TypeError, ValueError):
+            continue
+        if 1 <= number <= n_passages and number not in valid:
+            valid.append(number)
+    return valid
+
+
+def _refusal(message, reason, query, passages, gate, timing) -> dspy.Prediction:
+    timing = {"retrieval_time_ms": 0.0, "generation_time_ms": 0.0, **timing}
+    return dspy.Prediction(answer=message, citations=[], passages=passages, is_refusal=True, refusal_reason=reason,
+                           confidence="none", mode="refused", query=query, gate=gate, **timing)
+
+
+def _citations(pred) -> list[Citation]:
+    return [
+        Citation(title=p.title, heading=p.heading, url=p.url, source=p.source, module=p.module, chunk_id=p.id,
+                 score=round(p.dense_score if p.dense_score is not None else p.score, 4))
+        for p in (pred.passages[n - 1] for n in pred.citations)
+    ]
+
+
+def _usage(pred) -> dict:
+    totals = {"prompt_tokens": 0, "completion_tokens": 0}
+    for usage in (pred.get_lm_usage() or {}).values():
+        for key in totals:
+            totals[key] += int(usage.get(key) or 0)
+    return totals
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Both:
+    """Enter two context managers as one."""
+
+    def __init__(self, first, second):
+        self.first, self.second = first, second
+
+    def __enter__(self):
+        self.first.__enter__()
+        self.second.__enter__()
+
+    def __exit__(self, *exc):
+        suppressed = self.second.__exit__(*exc)
+        self.first.__exit__(*((None, None, None) if suppressed else exc))
+        return suppressed

@@ -1,0 +1,141 @@
+"""`RefusalGate`: decides from retrieval evidence alone whether the book can answer a question.
+
+On a real book no single cosine cut separates answerable from must-refuse questions, so the gate is a small
+logistic model over several retrieval features. `fit` calibrates it on labeled questions (optimize.py); its
+weights and thresholds are program state, saved with the compiled program like a predictor's demos.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+from dspy.predict.parameter import Parameter
+
+from programs.query_terms import content_terms, term_set
+from retrievers.passage import Passage
+
+FEATURES = (
+    "top_dense",  # best cosine similarity
+    "mean_top3_dense",
+    "dense_gap",  # best minus fifth-best cosine: a clear winner vs a flat list
+    "sparse_per_term",  # best BM25 score per query content word
+    "coverage_top1",  # share of query content words found in the best passage
+    "coverage_top3",
+    "uncovered_terms",  # how many query content words no passage contains
+    "override",  # the question tries to override the instructions
+)
+_OVERRIDE = re.compile(
+    r"ignore (all |any |your |the |previous |prior )*(instructions|rules|context|book)|system prompt|"
+    r"you are now|pretend (to be|you)|forget (the|your|about)|general knowledge|jailbreak|developer mode|"
+    r"disregard|as (an|the) admin|act as",
+    re.IGNORECASE,
+)
+
+
+def gate_features(question: str, passages: list[Passage]) -> dict[str, float]:
+    dense = sorted((p.dense_score or 0.0 for p in passages), reverse=True) or [0.0]
+    terms = content_terms(question)
+    texts = [term_set(f"{p.title} {p.heading} {p.text}") for p in passages]
+    top3 = set().union(*texts[:3]) if texts else set()
+
+    def coverage(words: set[str]) -> float:
+        return sum(t in words for t in terms) / len(terms) if terms else 0.0
+
+    every = set().union(*texts) if texts else set()
+    return {
+        "top_dense": dense[0],
+        "mean_top3_dense": float(np.mean(dense[:3])),
+        "dense_gap": dense[0] - dense[min(4, len(dense) - 1)],
+        "sparse_per_term": max((p.sparse_score or 0.0 for p in passages), default=0.0) / max(1, len(terms)),
+        "coverage_top1": coverage(texts[0]) if texts else 0.0,
+        "coverage_top3": coverage(top3),
+        "uncovered_terms": float(sum(t not in every for t in terms)),
+        "override": 1.0 if _OVERRIDE.search(question) else 0.0,
+    }
+
+
+class RefusalGate(Parameter):
+    """P(answerable | retrieval features). Uncalibrated, it is a prior over cosine and term coverage."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        # The zero-shot prior: a plain cosine cut softened by term coverage; calibration replaces it.
+        self.weights = {"top_dense": 12.0, "coverage_top3": 4.0, "override": -6.0}
+        self.mean = {name: 0.0 for name in FEATURES}
+        self.scale = {name: 1.0 for name in FEATURES}
+        self.bias = -12.0 * 0.30 - 4.0 * 0.5
+        self.threshold = 0.5  # refuse below this probability
+        self.high_confidence = 0.8  # "high" confidence at or above this probability
+        self.calibrated = False
+
+    def probability(self, features: dict[str, float]) -> float:
+        z = self.bias + sum(
+            w * (features[name] - self.mean[name]) / self.scale[name] for name, w in self.weights.items()
+        )
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+    def __call__(self, question: str, passages: list[Passage]) -> tuple[bool, float, dict]:
+        """(answerable?, probability, features)."""
+        features = gate_features(question, passages)
+        p = self.probability(features)
+        return p >= self.threshold, p, features
+
+    def fit(self, features: list[dict[str, float]], answerable: list[bool], l2: float = 0.1,
+            max_false_refusal: float = 0.15) -> "RefusalGate":
+        """Logistic regression (standardized features, L2), then the probability cut that maximizes balanced
+        refusal accuracy with at most `max_false_refusal` of answerable questions refused, on these examples."""
+        X = np.array([[f[name] for name in FEATURES] for f in features], dtype=float)
+        y = np.array(answerable, dtype=float)
+        mean, scale = X.mean(axis=0), X.std(axis=0)
+        scale[scale < 1e-9] = 1.0
+        Z = (X - mean) / scale
+        w, b = np.zeros(Z.shape[1]), 0.0
+        for _ in range(3000):  # plain gradient descent: tiny, deterministic, no extra dependency
+            p = 1.0 / (1.0 + np.exp(-(Z @ w + b)))
+            w -= 0.5 * (Z.T @ (p - y) / len(y) + l2 * w / len(y))
+            b -= 0.5 * float(np.mean(p - y))
+        self.weights = dict(zip(FEATURES, map(float, w)))
+        self.mean, self.scale = dict(zip(FEATURES, map(float, mean))), dict(zip(FEATURES, map(float, scale)))
+        self.bias = float(b)
+        self.threshold = self._best_threshold([self.probability(f) for f in features], answerable, max_false_refusal)
+        self.high_confidence = max(self.threshold, 0.8)
+        self.calibrated = True
+        return self
+
+    @staticmethod
+    def _best_threshold(probabilities: list[float], answerable: list[bool], max_false_refusal: float) -> float:
+        pos = [p for p, a in zip(probabilities, answerable) if a]
+        neg = [p for p, a in zip(probabilities, answerable) if not a]
+        best, best_score = 0.5, -1.0
+        for cut in sorted(set(probabilities)):
+            false_refusal = sum(p < cut for p in pos) / max(1, len(pos))
+            refusal_recall = sum(p < cut for p in neg) / max(1, len(neg))
+            score = (refusal_recall + 1 - false_refusal) / 2
+            if false_refusal <= max_false_refusal and score > best_score:
+                best, best_score = cut, score
+        return best
+
+    def dump_state(self, json_mode: bool = True) -> dict:
+        return {
+            "weights": self.weights, "mean": self.mean, "scale": self.scale, "bias": self.bias,
+            "threshold": self.threshold, "high_confidence": self.high_confidence, "calibrated": self.calibrated,
+        }
+
+    def load_state(self, state: dict) -> "RefusalGate":
+        try:
+            weights = {k: float(v) for k, v in state["weights"].items()}
+            if not set(weights) <= set(FEATURES):
+                raise ValueError(f"unknown features {sorted(set(weights) - set(FEATURES))}")
+            self.weights = weights
+            self.mean = {k: float(state["mean"][k]) for k in FEATURES}
+            self.scale = {k: float(state["scale"][k]) or 1.0 for k in FEATURES}
+            self.bias, self.threshold = float(state["bias"]), float(state["threshold"])
+            self.high_confidence = float(state["high_confidence"])
+            self.calibrated = bool(state["calibrated"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"refusal gate state is malformed: {exc}") from None
+        return self

@@ -1,0 +1,7 @@
+"""Chunking, embedders, and the Qdrant index and retriever (dense + BM25 sparse + RRF fusion)."""
+
+from retrievers.book_index import BookIndex
+from retrievers.passage import Passage
+from retrievers.retriever import QdrantRetriever
+
+__all__ = ["BookIndex", "Passage", "QdrantRetriever"]

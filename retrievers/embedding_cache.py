@@ -1,0 +1,64 @@
+"""Embeddings cached on disk by (model, input kind, text hash): re-ingests and repeated queries skip the model."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from retrievers.embedder import Embedder
+
+
+class CachedEmbedder:
+    def __init__(self, inner: Embedder, path: Path):
+        self.inner = inner
+        self.name, self.model_id, self.dim = inner.name, inner.model_id, inner.dim
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        self._db.commit()
+
+    def _key(self, kind: str, text: str) -> str:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return f"{self.model_id}|{kind}|{digest}"
+
+    def _lookup(self, keys: list[str]) -> dict[str, list[float]]:
+        found: dict[str, list[float]] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                batch = keys[start : start + 500]
+                marks = ",".join("?" * len(batch))
+                rows = self._db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", batch)
+                for key, blob in rows:
+                    found[key] = np.frombuffer(blob, dtype=np.float32).tolist()
+        return found
+
+    def _store(self, pairs: list[tuple[str, list[float]]]) -> None:
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                [(key, np.asarray(vec, dtype=np.float32).tobytes()) for key, vec in pairs],
+            )
+            self._db.commit()
+
+    def _embed(self, kind: str, texts: list[str], compute) -> list[list[float]]:
+        keys = [self._key(kind, t) for t in texts]
+        found = self._lookup(keys)
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        if missing:
+            vectors = compute([texts[i] for i in missing])
+            self._store([(keys[i], vec) for i, vec in zip(missing, vectors)])
+            found.update({keys[i]: vec for i, vec in zip(missing, vectors)})
+        return [found[k] for k in keys]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._embed("document", texts, self.inner.embed_documents)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed("query", [text], lambda ts: [self.inner.embed_query(ts[0])])[0]

@@ -1,0 +1,122 @@
+"""Index a Markdown book into a Qdrant collection, incrementally.
+
+The collection itself is the record of what is indexed: chunk ids are content hashes, so a run compares the
+book's chunks with the ids in the store, embeds only the new ones, fixes changed metadata, and deletes what
+the book no longer has. Upserts come before deletes, batch by batch, so a run killed at any moment leaves a
+usable index and the next run finishes the job without duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bookrag.config import Settings, book_name
+from bookrag.errors import BadArgumentError, StoreError
+from bookrag.progress import progress_bar
+from retrievers.bm25 import Bm25Encoder
+from retrievers.chunking import Chunk, chunk_page
+from retrievers.embedder import Embedder
+from retrievers.markdown import BookFileError, find_pages, parse_page
+from retrievers.store import StoredPoint, VectorStore
+
+log = logging.getLogger(__name__)
+EMBED_BATCH = 64
+
+
+def collection_name(book_dir: Path, embedder: Embedder) -> str:
+    """`<book>__<embedder>`: vectors of different models never share a collection."""
+    return f"{book_name(book_dir)}__{embedder.name}"
+
+
+@dataclass
+class IngestReport:
+    files: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    skipped: int = 0  # chunks already indexed and unchanged
+    updated: int = 0  # chunks whose metadata (title, url, ...) changed
+    deleted: int = 0
+    seconds: float = 0.0
+    errors: list[BookFileError] = field(default_factory=list)
+
+    def summary(self) -> str:
+        bad = f", {len(self.errors)} file(s) skipped with errors" if self.errors else ""
+        return (
+            f"files {self.files}, chunks {self.chunks}, embedded {self.embedded}, skipped {self.skipped}, "
+            f"deleted {self.deleted}{bad}, {self.seconds:.1f} s"
+        )
+
+
+def read_book(book_dir: Path, settings: Settings) -> tuple[list[Chunk], list[BookFileError], int]:
+    """(chunks, per-file errors, number of Markdown files). An unusable folder raises BadArgumentError."""
+    book_dir = Path(book_dir)
+    if not book_dir.is_dir():
+        raise BadArgumentError(f"book folder {book_dir} does not exist: pass the folder that holds the .md/.mdx files")
+    paths = find_pages(book_dir)
+    if not paths:
+        raise BadArgumentError(f"no .md or .mdx files under {book_dir}: pass a Docusaurus docs/ folder or similar")
+    chunks, errors = [], []
+    for path in paths:
+        try:
+            page = parse_page(path, book_dir, settings.base_url)
+        except BookFileError as exc:
+            errors.append(exc)
+            continue
+        chunks.extend(chunk_page(page, settings.chunk_tokens, settings.chunk_overlap))
+    return chunks, errors, len(paths)
+
+
+class Indexer:
+    def __init__(self, settings: Settings, embedder: Embedder, store: VectorStore):
+        self.settings, self.embedder, self.store = settings, embedder, store
+        self.sparse = Bm25Encoder()
+
+    def ingest(self, book_dir: Path, recreate: bool = False, progress: bool | None = None) -> IngestReport:
+        started = time.perf_counter()
+        chunks, errors, n_files = read_book(book_dir, self.settings)
+        report = IngestReport(files=n_files - len(errors), chunks=len(chunks), errors=errors)
+        if recreate and self.store.exists():
+            self.store.drop()
+        if not self.store.exists():
+            self.store.create(self.embedder.dim)
+        elif (dim := self.store.dimension()) not in (0, self.embedder.dim):
+            raise StoreError(
+                f"collection {self.store.collection!r} holds {dim}-d vectors but {self.embedder.model_id} makes "
+                f"{self.embedder.dim}-d ones: run `python ingest.py BOOK_DIR --recreate`"
+            )
+
+        indexed = {hit.id: hit.payload for hit in self.store.scan()}
+        new = [c for c in chunks if c.id not in indexed]
+        changed = {c.id: c.payload() for c in chunks if c.id in indexed and indexed[c.id] != c.payload()}
+        report.skipped = len(chunks) - len(new) - len(changed)
+
+        with progress_bar("Embedding", len(new), progress) as bar:
+            for start in range(0, len(new), EMBED_BATCH):
+                batch = new[start : start + EMBED_BATCH]
+                self.store.upsert(self._points(batch))
+                report.embedded += len(batch)
+                bar.advance(len(batch))
+        self.store.set_payloads(changed)
+        report.updated = len(changed)
+
+        # A file that failed to parse this time keeps its old chunks: an error is not a deletion.
+        keep_sources = {e.source for e in errors}
+        current = {c.id for c in chunks}
+        stale = [i for i, p in indexed.items() if i not in current and p.get("source") not in keep_sources]
+        self.store.delete(stale)
+        report.deleted = len(stale)
+        self.store.flush()
+        report.seconds = time.perf_counter() - started
+        log.info("ingest %s into %s: %s", book_dir, self.store.collection, report.summary())
+        return report
+
+    def _points(self, chunks: list[Chunk]) -> list[StoredPoint]:
+        texts = [c.embedding_text for c in chunks]
+        dense = self.embedder.embed_documents(texts)
+        return [
+            StoredPoint(c.id, vec, self.sparse.document(text), c.payload())
+            for c, vec, text in zip(chunks, dense, texts)
+        ]

@@ -1,0 +1,23 @@
+"""A retrieved passage: a chunk of the book with the scores that ranked it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: str
+    score: float  # the ranking score of the search mode: cosine (dense), BM25 (sparse), RRF (hybrid)
+    text: str
+    title: str
+    heading: str
+    module: str
+    source: str
+    url: str
+    position: int = 0
+    dense_score: float | None = None  # cosine similarity to the query, when the dense branch saw it
+    sparse_score: float | None = None  # BM25 score, when the sparse branch saw it
+
+    def to_dict(self) -> dict:
+        return asdict(self)

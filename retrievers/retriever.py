@@ -1,0 +1,96 @@
+"""`QdrantRetriever`: dense, sparse (BM25) or hybrid (RRF-fused inside Qdrant) search over one book's collection."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from bookrag.errors import RetrievalError, StoreError
+from retrievers.bm25 import Bm25Encoder
+from retrievers.embedder import Embedder
+from retrievers.passage import Passage
+from retrievers.store import Hit, Mode, StoreQuery, VectorStore
+
+log = logging.getLogger(__name__)
+MODES = ("dense", "sparse", "hybrid")
+
+
+class QdrantRetriever:
+    def __init__(self, store: VectorStore, embedder: Embedder, candidates: int = 40):
+        self.store, self.embedder = store, embedder
+        self.candidates = candidates
+        self.sparse = Bm25Encoder()
+        self._lock = threading.Lock()  # one query at a time into the embedded engine
+
+    def __deepcopy__(self, memo):
+        """Shared, not copied: DSPy optimizers deep-copy programs, and a store connection is not program state."""
+        return self
+
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        module: str | None = None,
+        min_score: float | None = None,
+        mode: Mode = "hybrid",
+        mmr: bool = False,
+    ) -> list[Passage]:
+        """Top-k passages. `min_score` is a cut on cosine similarity (on the BM25 score in sparse mode)."""
+        if not query or not query.strip():
+            raise ValueError("Query cannot be empty")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        dense = self.embedder.embed_query(query) if (mode != "sparse" or mmr) else None
+        sparse = self.sparse.query(query) if mode != "dense" else None
+        pool = max(self.candidates, k)
+        queries = [StoreQuery(mode=mode, limit=k, dense=dense, sparse=sparse, module=module, mmr=mmr, candidates=pool)]
+        # Hybrid scores are ranks; the raw cosine and BM25 scores come from the two branches, in the same batch.
+        if mode == "hybrid" or mmr:
+            if dense is not None:
+                queries.append(StoreQuery(mode="dense", limit=pool, dense=dense, module=module))
+            if sparse is not None:
+                queries.append(StoreQuery(mode="sparse", limit=pool, sparse=sparse, module=module))
+        try:
+            with self._lock:
+                results = self.store.query_batch(queries)
+        except StoreError as exc:
+            raise RetrievalError(str(exc)) from None
+        ranked = results[0]
+        dense_scores = _scores(results[1]) if dense is not None and len(results) > 1 else {}
+        sparse_scores = _scores(results[-1]) if sparse is not None and len(results) > 1 else {}
+        if mode == "dense" and not mmr:
+            dense_scores = _scores(ranked)
+        if mode == "sparse" and not mmr:
+            sparse_scores = _scores(ranked)
+        passages = [_passage(hit, dense_scores.get(hit.id), sparse_scores.get(hit.id)) for hit in ranked]
+        if min_score is not None:
+            cut = (lambda p: p.sparse_score) if mode == "sparse" else (lambda p: p.dense_score)
+            passages = [p for p in passages if (cut(p) or 0.0) >= min_score]
+        log.debug(
+            "search %r mode=%s k=%d module=%s -> %s",
+            query, mode, k, module, [(p.id, round(p.score, 4)) for p in passages],
+        )
+        return passages
+
+
+def _scores(hits: list[Hit]) -> dict[str, float]:
+    return {h.id: h.score for h in hits}
+
+
+def _passage(hit: Hit, dense: float | None, sparse: float | None) -> Passage:
+    p = hit.payload
+    return Passage(
+        id=hit.id,
+        score=hit.score,
+        text=p.get("text", ""),
+        title=p.get("title", ""),
+        heading=p.get("heading", ""),
+        module=p.get("module", ""),
+        source=p.get("source", ""),
+        url=p.get("url", ""),
+        position=int(p.get("position", 0)),
+        dense_score=dense,
+        sparse_score=sparse,
+    )

@@ -1,0 +1,88 @@
+"""The small interface both Qdrant back ends offer (embedded engine and server), and its plain data types.
+
+Same schema in both: a `dense` cosine vector, a `bm25` sparse vector with Qdrant's IDF modifier, and keyword
+payload indexes on `module` and `source`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Literal, Protocol
+
+from bookrag.config import Settings
+
+DENSE, SPARSE = "dense", "bm25"
+RRF_K = 60  # the usual reciprocal-rank-fusion constant, the same for both back ends
+INDEXED_FIELDS = ("module", "source")
+Mode = Literal["dense", "sparse", "hybrid"]
+
+
+@dataclass(frozen=True)
+class Sparse:
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class StoredPoint:
+    id: str
+    dense: list[float]
+    sparse: Sparse
+    payload: dict
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+    payload: dict
+
+
+@dataclass(frozen=True)
+class StoreQuery:
+    mode: Mode
+    limit: int
+    dense: list[float] | None = None
+    sparse: Sparse | None = None
+    module: str | None = None
+    mmr: bool = False  # re-rank candidates for diversity (dense similarity), lambda 0.5
+    candidates: int = 40  # per-branch prefetch size for hybrid, candidate pool for MMR
+
+
+class VectorStore(Protocol):
+    collection: str
+
+    def exists(self) -> bool: ...
+
+    def create(self, dim: int) -> None: ...
+
+    def dimension(self) -> int: ...
+
+    def drop(self) -> None: ...
+
+    def upsert(self, points: list[StoredPoint]) -> None: ...
+
+    def delete(self, ids: list[str]) -> None: ...
+
+    def set_payloads(self, payloads: dict[str, dict]) -> None: ...
+
+    def scan(self) -> Iterator[Hit]: ...
+
+    def count(self) -> int: ...
+
+    def query_batch(self, queries: list[StoreQuery]) -> list[list[Hit]]: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def open_store(settings: Settings, collection: str) -> VectorStore:
+    """The configured back end: a Qdrant server when QDRANT_URL/QDRANT_HOST is set, else the embedded engine."""
+    if settings.store_kind == "server":
+        from retrievers.server_store import ServerStore
+
+        return ServerStore.connect(settings, collection)
+    from retrievers.edge_store import EdgeStore
+
+    return EdgeStore(settings.store_dir, collection)

@@ -1,0 +1,183 @@
+"""Shared fixtures: a fast deterministic fake embedder, small books written into tmp_path, CLI runners.
+
+Only tests/test_minilm.py (in-process) and the evaluate CLI test (in a subprocess) load the real MiniLM model;
+everything else embeds with `FakeEmbedder`, a hashed bag of words.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+if str(PROJECT_ROOT) not in sys.path:  # so `python -m pytest` and plain `pytest` both find the packages
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+from bookrag.config import Settings  # noqa: E402
+from retrievers.book_index import BookIndex  # noqa: E402
+
+_WORD = re.compile(r"\w+")
+
+
+def fake_vector(text: str, dim: int = 16) -> list[float]:
+    """A normalized hashed bag of words: texts sharing words point the same way; stable across processes."""
+    vec = [0.0] * dim
+    for word in _WORD.findall(text.lower()):
+        digest = hashlib.md5(word.encode("utf-8")).digest()
+        sign = 1.0 if digest[1] & 1 else -1.0
+        vec[digest[0] % dim] += sign
+    norm = math.sqrt(sum(v * v for v in vec))
+    if norm == 0.0:  # no words at all: any fixed unit vector
+        vec[0], norm = 1.0, 1.0
+    return [v / norm for v in vec]
+
+
+class FakeEmbedder:
+    """Implements the `Embedder` protocol without a model; records what it was asked to embed.
+
+    `delay` (seconds per `embed_documents` call) and `announce` (print a line per call, flushed) exist for
+    the kill-mid-ingest test, which runs this class in a subprocess.
+    """
+
+    name = "fake16"
+    model_id = "tests/fake-hashed-bag-of-words-16"
+    dim = 16
+
+    def __init__(self, delay: float = 0.0, announce: bool = False):
+        self.delay, self.announce = delay, announce
+        self.document_batches: list[list[str]] = []
+        self.queries: list[str] = []
+
+    @property
+    def documents_embedded(self) -> int:
+        return sum(len(batch) for batch in self.document_batches)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.document_batches.append(list(texts))
+        if self.announce:
+            print(f"embedding batch {len(self.document_batches)} ({len(texts)} texts)", flush=True)
+        if self.delay:
+            time.sleep(self.delay)
+        return [fake_vector(t, self.dim) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return fake_vector(text, self.dim)
+
+
+def write_book(root: Path, files: dict[str, str]) -> Path:
+    """Write `{relative path: text}` under `root` (text is dedented) and return `root`."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+# A small book: two modules and a root page, each page on its own distinct topic and vocabulary.
+SMALL_BOOK = {
+    "intro.md": """
+        ---
+        title: Welcome
+        ---
+
+        # Welcome
+
+        This primer teaches robotics from the ground up. Every chapter uses the same teaching robot.
+
+        ## Who should read it
+
+        Readers comfortable with a Linux shell and basic Python will feel at home here.
+        """,
+    "01-ros2/01-nodes.md": """
+        ---
+        title: Nodes and Topics
+        ---
+
+        # Nodes and Topics
+
+        A node is a process that performs computation. Nodes talk to each other over topics.
+
+        ## Quality of service
+
+        The zephyrine reliability profile keeps messages when the network drops packets.
+        """,
+    "01-ros2/02-launch.md": """
+        ---
+        title: Launch Files
+        ---
+
+        # Launch Files
+
+        Launch files start many nodes at once with their parameters.
+        """,
+    "02-sim/01-gazebo.md": """
+        ---
+        title: Gazebo Physics
+        ---
+
+        # Gazebo Physics
+
+        Gazebo simulates rigid body physics, gravity, friction and contact between links.
+
+        ## Sensors
+
+        Simulated cameras and lidar sensors publish noisy measurements like real hardware.
+        """,
+}
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def settings(data_dir: Path) -> Settings:
+    return Settings(data_dir=data_dir)
+
+
+@pytest.fixture
+def small_book(tmp_path: Path) -> Path:
+    return write_book(tmp_path / "small-book", SMALL_BOOK)
+
+
+@pytest.fixture
+def small_index(settings, small_book, fake_embedder):
+    """The small book ingested into an embedded store under tmp_path, with the fake embedder."""
+    index = BookIndex(settings, small_book, embedder=fake_embedder)
+    index.ingest(progress=False)
+    yield index
+    index.close()
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The current environment without any bookrag/Cohere/Qdrant configuration, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BOOKRAG_", "COHERE_", "QDRANT_"))}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    env.update(extra)
+    return env
+
+
+def run_script(script: str, *args: str, cwd: Path, env: dict[str, str], timeout: float = 60):
+    """Run one of the project's CLI scripts (ingest.py, evaluate.py) in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / script), *map(str, args)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+    )

@@ -1,0 +1,215 @@
+"""CohereEmbedder against a fake Cohere API that speaks the real HTTP protocol (through the real SDK)."""
+
+from __future__ import annotations
+
+import json
+import traceback
+import uuid
+
+import httpx
+import pytest
+
+from bookrag.config import Secret, Settings
+from bookrag.errors import ConfigError, EmbeddingError
+from retrievers.cohere_embedder import CohereEmbedder
+from retrievers.embedder import make_embedder
+
+KEY = "co-test-key-4f9a1c"  # distinctive, so a leak anywhere is easy to spot
+INPUT_TYPES = {"search_document", "search_query", "classification", "clustering", "image"}
+
+
+def fake_vector(text: str, dim: int = 1024) -> list[float]:
+    """A vector that identifies its text, so order mix-ups show."""
+    return [float(len(text)), float(sum(map(ord, text)))] + [0.0] * (dim - 2)
+
+
+class FakeCohere:
+    """POST https://api.cohere.com/v2/embed as Cohere answers it: bearer auth, JSON in, JSON out.
+
+    `failures` are answered first, one per request: an HTTP status (with Cohere's JSON error body),
+    a `(status, text)` pair for a non-JSON body (as a gateway sends), or an httpx exception class.
+    """
+
+    def __init__(self, failures=(), key: str = KEY, dim: int = 1024):
+        self.failures = list(failures)
+        self.key = key
+        self.dim = dim
+        self.requests: list[httpx.Request] = []
+
+    @property
+    def bodies(self) -> list[dict]:
+        return [json.loads(request.content) for request in self.requests]
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(transport=httpx.MockTransport(self))
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if (request.method, str(request.url)) != ("POST", "https://api.cohere.com/v2/embed"):
+            return self.error(404, f"no route for {request.method} {request.url.path}")
+        if request.headers.get("authorization") != f"Bearer {self.key}":
+            return self.error(401, "invalid api token")
+        if self.failures:
+            failure = self.failures.pop(0)
+            if isinstance(failure, int):
+                return self.error(failure, "simulated failure")
+            if isinstance(failure, tuple):
+                return httpx.Response(failure[0], text=failure[1], headers={"content-type": "text/html"})
+            raise failure("simulated", request=request)
+        body = json.loads(request.content)
+        texts = body.get("texts") or []
+        if len(texts) > 96:
+            return self.error(400, f"invalid request: texts must have at most 96 items, got {len(texts)}")
+        if body.get("input_type") not in INPUT_TYPES:
+            return self.error(400, f"invalid request: input_type {body.get('input_type')!r}")
+        return httpx.Response(
+            200,
+            json={
+                "id": str(uuid.uuid4()),
+                "embeddings": {"float": [fake_vector(text, self.dim) for text in texts]},
+                "texts": texts,
+                "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": len(texts)}},
+                "response_type": "embeddings_by_type",
+            },
+        )
+
+    @staticmethod
+    def error(status: int, message: str) -> httpx.Response:
+        return httpx.Response(status, json={"id": str(uuid.uuid4()), "message": message})
+
+
+def cohere_embedder(fake: FakeCohere, key: str = KEY, sleeps: list | None = None, **kwargs) -> CohereEmbedder:
+    sleep = sleeps.append if sleeps is not None else (lambda seconds: None)
+    return CohereEmbedder(Secret(key), httpx_client=fake.client(), sleep=sleep, **kwargs)
+
+
+def test_requests_follow_the_v2_embed_protocol():
+    fake = FakeCohere()
+    cohere_embedder(fake).embed_documents(["a chunk"])
+    (request,) = fake.requests
+    assert request.headers["content-type"] == "application/json"
+    assert fake.bodies == [
+        {
+            "texts": ["a chunk"],
+            "model": "embed-english-v3.0",
+            "input_type": "search_document",
+            "embedding_types": ["float"],
+        }
+    ]
+
+
+def test_documents_go_in_batches_of_at_most_96_and_come_back_in_order():
+    fake = FakeCohere()
+    texts = [f"chunk number {i}" + "!" * (i % 7) for i in range(200)]
+    vectors = cohere_embedder(fake).embed_documents(texts)
+    assert [len(body["texts"]) for body in fake.bodies] == [96, 96, 8]
+    assert vectors == [fake_vector(text) for text in texts]
+
+
+def test_no_documents_make_no_request():
+    fake = FakeCohere()
+    assert cohere_embedder(fake).embed_documents([]) == []
+    assert fake.requests == []
+
+
+def test_documents_are_search_documents_and_queries_search_queries():
+    fake = FakeCohere()
+    embedder = cohere_embedder(fake)
+    embedder.embed_documents(["a chunk"])
+    vector = embedder.embed_query("a question?")
+    assert [body["input_type"] for body in fake.bodies] == ["search_document", "search_query"]
+    assert vector == fake_vector("a question?")
+    assert len(vector) == embedder.dim == 1024
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [429, 500, 503, (502, "<html>Bad Gateway</html>"), httpx.ReadTimeout, httpx.ConnectError],
+    ids=["429", "500", "503", "502-html", "read-timeout", "connect-error"],
+)
+def test_transient_failure_is_retried_after_a_second(failure):
+    fake, sleeps = FakeCohere([failure]), []
+    vector = cohere_embedder(fake, sleeps=sleeps).embed_query("q")
+    assert vector == fake_vector("q")
+    assert len(fake.requests) == 2
+    assert sleeps == [1.0]
+
+
+def test_persistent_server_error_fails_after_exactly_three_tries():
+    fake, sleeps = FakeCohere([500] * 10), []
+    with pytest.raises(EmbeddingError, match="3 times") as caught:
+        cohere_embedder(fake, sleeps=sleeps).embed_documents(["a chunk"])
+    assert "HTTP 500" in str(caught.value)
+    assert len(fake.requests) == 3
+    assert sleeps == [1.0, 2.0]
+
+
+def test_persistent_timeout_says_it_timed_out():
+    fake = FakeCohere([httpx.ReadTimeout] * 3)
+    with pytest.raises(EmbeddingError, match="timed out"):
+        cohere_embedder(fake).embed_query("q")
+    assert len(fake.requests) == 3
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_rejected_key_is_a_config_error_naming_cohere_api_key(status):
+    fake, sleeps = FakeCohere([status]), []
+    with pytest.raises(ConfigError, match="COHERE_API_KEY") as caught:
+        cohere_embedder(fake, sleeps=sleeps).embed_query("q")
+    assert str(status) in str(caught.value)
+    assert KEY not in str(caught.value)
+    assert len(fake.requests) == 1 and sleeps == []
+
+
+def test_wrong_key_is_rejected_without_showing_it():
+    wrong = "co-wrong-key-77d2e0"
+    with pytest.raises(ConfigError, match=r"COHERE_API_KEY \(401\)") as caught:
+        cohere_embedder(FakeCohere(), key=wrong).embed_query("q")
+    assert wrong not in "".join(traceback.format_exception(caught.value))
+
+
+def test_bad_request_is_not_retried_and_shows_the_api_message():
+    fake, sleeps = FakeCohere([400]), []
+    with pytest.raises(EmbeddingError, match="HTTP 400: simulated failure") as caught:
+        cohere_embedder(fake, sleeps=sleeps).embed_documents(["a chunk"])
+    assert "COHERE_MODEL" in str(caught.value)
+    assert len(fake.requests) == 1 and sleeps == []
+
+
+def test_vectors_of_another_size_are_an_error():
+    fake = FakeCohere(dim=384)
+    with pytest.raises(
+        EmbeddingError, match=r"'embed-english-light-v3.0' returned 1 vectors of size \[384\]"
+    ):
+        cohere_embedder(fake, model="embed-english-light-v3.0").embed_query("q")
+
+
+def test_timeout_setting_reaches_the_http_request():
+    fake = FakeCohere()
+    cohere_embedder(fake, timeout=7.5).embed_query("q")
+    assert fake.requests[0].extensions["timeout"] == {"connect": 7.5, "read": 7.5, "write": 7.5, "pool": 7.5}
+
+
+@pytest.mark.parametrize(
+    "failures",
+    [[401], [400], [500] * 3, [httpx.ReadTimeout] * 3, [httpx.ConnectError] * 3],
+    ids=["401", "400", "500", "timeout", "connect-error"],
+)
+def test_key_never_appears_in_the_embedder_or_its_errors(failures):
+    embedder = cohere_embedder(FakeCohere(failures))
+    assert KEY not in str(embedder) and KEY not in repr(embedder)
+    with pytest.raises((ConfigError, EmbeddingError)) as caught:
+        embedder.embed_query("q")
+    assert KEY not in "".join(traceback.format_exception(caught.value))
+    assert KEY not in repr(caught.value)
+
+
+def test_missing_key_is_a_config_error():
+    with pytest.raises(ConfigError, match="COHERE_API_KEY"):
+        CohereEmbedder(Secret(""))
+
+
+def test_make_embedder_builds_a_cohere_embedder():
+    embedder = make_embedder(Settings(embedder="cohere", cohere_api_key=Secret("k")), cached=False)
+    assert isinstance(embedder, CohereEmbedder)
+    assert (embedder.name, embedder.model_id, embedder.dim) == ("cohere1024", "embed-english-v3.0", 1024)

@@ -1,0 +1,158 @@
+"""make_lm against a fake OpenAI-compatible server on 127.0.0.1: answers, retries, failures, the token cap."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import dspy
+import pytest
+from dspy.clients.cache import Cache
+
+from bookrag.config import Settings
+from bookrag.errors import AgentError, ConfigError
+from programs.language_model import configure_cache, lm_errors, lm_mode, make_lm
+
+API_KEY = "sk-test-0123456789abcdef"
+ANSWER = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
+
+
+class FakeOpenAI(ThreadingHTTPServer):
+    """/v1/chat/completions that plays a script of (status, delay) replies, then succeeds."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.script: list[tuple[int, float]] = []
+        self.requests: list[dict] = []
+        self.released = threading.Event()  # cuts a slow reply short at teardown
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.server_port}/v1"
+
+    def handle_error(self, request, client_address):
+        pass  # the client hanging up on a slow reply is the point of the timeout test
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        server: FakeOpenAI = self.server
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        server.requests.append(body)
+        status, delay = server.script.pop(0) if server.script else (200, 0.0)
+        if delay:
+            server.released.wait(delay)
+        if status == 200:
+            reply = {
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": ANSWER}}],
+                "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+            }
+        else:
+            # A careless provider echoing the credential back: the error must not repeat it.
+            reply = {"error": {"message": f"failed for {self.headers.get('Authorization')}", "type": "server_error"}}
+        data = json.dumps(reply).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Retry-After", "0")  # keeps DSPy's retries instant
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    fake = FakeOpenAI()
+    thread = threading.Thread(target=fake.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield fake
+    fake.released.set()
+    fake.shutdown()
+    fake.server_close()
+    thread.join(timeout=5)
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)  # would route DSPy around the fake server
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # price from the bundled table, no download
+    # No shared response cache: each test must reach the server (and never writes to ~/.dspy_cache).
+    monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
+
+
+def hosted(tmp_path, **changes) -> Settings:
+    return Settings(**{"data_dir": tmp_path, "lm": "openai/fake-model", "lm_retries": 2, "lm_timeout": 5.0, **changes})
+
+
+def ask(lm) -> dspy.Prediction:
+    with dspy.context(lm=lm), lm_errors():
+        return dspy.Predict("question -> answer")(question="What is the capital of France?")
+
+
+def test_predict_returns_the_servers_answer(server, tmp_path):
+    assert ask(make_lm(hosted(tmp_path), api_base=server.api_base)).answer == "Paris"
+    assert server.requests[0]["model"] == "fake-model"
+
+
+def test_max_tokens_cap_reaches_the_server(server, tmp_path):
+    ask(make_lm(hosted(tmp_path, lm_max_tokens=123), api_base=server.api_base))
+    body = server.requests[0]
+    # DSPy 3.4's native OpenAI route spells the cap max_completion_tokens; LiteLLM spells it max_tokens.
+    assert body.get("max_completion_tokens", body.get("max_tokens")) == 123
+
+
+def test_rate_limit_is_retried(server, tmp_path):
+    server.script = [(429, 0.0)]
+    assert ask(make_lm(hosted(tmp_path), api_base=server.api_base)).answer == "Paris"
+    assert len(server.requests) == 2
+
+
+def test_persistent_server_error_becomes_agent_error(server, tmp_path):
+    server.script = [(500, 0.0)] * 10
+    with pytest.raises(AgentError, match="openai/fake-model") as caught:
+        ask(make_lm(hosted(tmp_path, lm_retries=2), api_base=server.api_base))
+    assert len(server.requests) == 3  # one call and DSPy's two retries
+    assert "500" in str(caught.value)
+
+
+def test_timeout_becomes_agent_error(server, tmp_path):
+    server.script = [(200, 3.0)]
+    with pytest.raises(AgentError, match="openai/fake-model"):
+        ask(make_lm(hosted(tmp_path, lm_timeout=0.3, lm_retries=0), api_base=server.api_base))
+
+
+def test_api_key_never_appears_in_agent_error(server, tmp_path):
+    server.script = [(401, 0.0)]
+    with pytest.raises(AgentError) as caught:
+        ask(make_lm(hosted(tmp_path), api_base=server.api_base))
+    assert "failed for Bearer" in str(caught.value)  # the provider's message is kept...
+    assert API_KEY not in str(caught.value)  # ...without the key it echoed
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_configure_cache_answers_repeats_from_the_project_dir(server, tmp_path):
+    settings = hosted(tmp_path)
+    configure_cache(settings)
+    lm = make_lm(settings, api_base=server.api_base)
+    assert ask(lm).answer == ask(lm).answer == "Paris"
+    assert len(server.requests) == 1
+    assert dspy.cache.disk_cache_dir == str(tmp_path / "dspy-cache")
+    assert any((tmp_path / "dspy-cache").iterdir())
+
+
+def test_lm_mode_tells_local_from_hosted(tmp_path):
+    assert lm_mode(make_lm(Settings(data_dir=tmp_path))) == "local"  # the model loads lazily: no llama here
+    assert lm_mode(make_lm(hosted(tmp_path))) == "hosted"
+
+
+def test_unusable_model_string_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="BOOKRAG_LM"):
+        make_lm(Settings(data_dir=tmp_path, lm="openai/"))
