@@ -108,8 +108,9 @@ def _record_lines(path: Path) -> list[int]:
         reader = csv.reader(handle)
         next(reader, None)
         previous_end = reader.line_num
-        for _ in reader:
-            lines.append(previous_end + 1)
+        for row in reader:
+            if len(row) > 1 or (row and row[0].strip()):  # pandas skips blank (whitespace-only) lines
+                lines.append(previous_end + 1)
             previous_end = reader.line_num
     return lines
 

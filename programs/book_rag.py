@@ -113,7 +113,7 @@ class BookRAG(dspy.Module):
     def _lm(self):
         """The program's LM for this call only (dspy.context is per-thread; dspy.configure is not)."""
         context = dspy.context(lm=self.lm) if self.lm is not None else _nothing()
-        return _Both(context, lm_errors(self.lm.model if self.lm is not None else None))
+        return _Both(context, lm_errors())  # entered inside the context: it names self.lm on failure
 
     # -- the seed-001 API ------------------------------------------------------------------------------------
     def ask(self, query: str, *, top_k: int | None = None, module: str | None = None, history=None,

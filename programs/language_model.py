@@ -59,7 +59,7 @@ def configure_cache(settings: Settings) -> None:
 
 
 @contextmanager
-def lm_errors(model: str | None = None):
+def lm_errors():
     """Turn a language-model failure (after DSPy's retries) into `AgentError`.
 
     The message names the model and the kind of failure, never a key: providers
@@ -69,15 +69,20 @@ def lm_errors(model: str | None = None):
     try:
         yield
     except LMError as exc:
-        name = model or exc.model or "the language model"
+        name = exc.model or _current_model()
         status = f", HTTP {exc.status}" if exc.status else ""
         # The first paragraph is the provider's own words; lm15's "To fix" advice that follows is about lm15.
         detail = _scrub(" ".join(exc.message.split("\n\n")[0].split()))[:400]
         raise AgentError(f"Language model {name} failed ({exc.code}{status}): {detail}") from None
     except AdapterParseError as exc:
-        name = model or "the language model"
+        name = _current_model()
         fields = ", ".join(exc.signature.output_fields)
         raise AgentError(f"Language model {name} replied without the expected fields ({fields})") from None
+
+
+def _current_model() -> str:
+    lm = dspy.settings.lm
+    return lm.model if lm is not None else "(none configured)"
 
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)

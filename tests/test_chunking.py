@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from retrievers.chunking import Chunk, chunk_id, chunk_page, count_tokens
 from retrievers.markdown import Page, Section, _fence_state
@@ -112,7 +113,7 @@ def test_overlap_continues_inside_a_paragraph_longer_than_the_budget():
     paragraph = prose(30)
     chunks = chunk_page(make_page((("Page",), paragraph)), max_tokens=60, overlap=12)
     assert len(chunks) >= 4
-    for before, after in zip(chunks, chunks[1:]):
+    for before, after in itertools.pairwise(chunks):
         last_sentence = before.text.rsplit(". ", 1)[-1]
         assert after.text.startswith(last_sentence), (before.text, after.text)
         assert count_tokens(after.text) <= 60

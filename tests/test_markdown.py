@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import write_book
+
 from retrievers.markdown import BookFileError, find_pages, page_url, parse_page
 
 

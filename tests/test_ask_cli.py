@@ -1,0 +1,222 @@
+"""ask.py as a user runs it: subprocesses with the real MiniLM embedder and the default (zero-shot, offline) program
+over a tiny book in tmp, plus in-process tests of the chat loop and --validate with stub programs.
+
+The subprocesses share one data folder (module scope): the first run indexes the book, the others reuse it. Only
+three of them load MiniLM; the argument and configuration errors exit before any model is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import ask
+from bookrag.config import REFUSAL_MESSAGE
+from bookrag.errors import AgentError
+from programs.response import Citation, Response
+
+SECRETS = {"QDRANT_API_KEY": "sekret-qdrant-5f1c9a7e", "OPENAI_API_KEY": "sekret-openai-8b2d4c6f"}
+BOOK = {
+    "intro.md": """
+        ---
+        title: Welcome
+        ---
+
+        # Welcome
+
+        The teaching robot in this book is called Quillon. Quillon is 1.4 m tall and weighs 31 kg.
+        """,
+    "01-ros2/01-topics.md": """
+        ---
+        title: Topics
+        ---
+
+        # Topics
+
+        Topics carry messages between ROS 2 nodes. The zephyrine reliability profile keeps messages when packets drop.
+        """,
+    "02-sim/01-gazebo.md": """
+        ---
+        title: Gazebo Physics
+        ---
+
+        # Gazebo Physics
+
+        Gazebo simulates gravity, friction and contact between links. The simulator steps physics at 1000 Hz.
+        """,
+}
+IN_SCOPE = "How tall is the Quillon robot?"
+OUT_OF_SCOPE = "What is the capital of France?"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("ask-cli")
+    book = root / "book"
+    for rel, text in BOOK.items():
+        (book / rel).parent.mkdir(parents=True, exist_ok=True)
+        (book / rel).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("BOOKRAG_", "COHERE_", "QDRANT_")) and k not in SECRETS}
+    return {**clean, **SECRETS, "BOOKRAG_DATA_DIR": str(root / "data"), "BOOKRAG_BOOK": str(book),
+            "BOOKRAG_ARTIFACTS_DIR": str(root / "artifacts"), "COLUMNS": "200"}
+
+
+def run_ask(env: dict[str, str], *args: str, stdin: str = "", **extra_env: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "ask.py"), *args], input=stdin, capture_output=True, text=True, timeout=180, check=False,
+        env={**env, **extra_env}, cwd=Path(env["BOOKRAG_DATA_DIR"]).parent,  # no project .env is read
+    )
+    for secret in SECRETS.values():  # every run, whatever it tests
+        assert secret not in result.stdout and secret not in result.stderr
+    return result
+
+
+def one_json_object(stdout: str) -> dict:
+    data = json.loads(stdout)  # raises on anything besides exactly one JSON document
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.fixture(scope="module")
+def first_run(env) -> subprocess.CompletedProcess:
+    """The first question on a fresh data folder: indexes the book, then refuses an out-of-scope question."""
+    return run_ask(env, OUT_OF_SCOPE, "--json")
+
+
+def test_first_run_indexes_the_book_and_says_so_on_stderr(first_run):
+    assert "Indexing" in first_run.stderr and "Indexed:" in first_run.stderr
+    assert "Indexing" not in first_run.stdout
+
+
+def test_json_refusal_prints_only_json_and_exits_1(first_run):
+    assert first_run.returncode == 1, first_run.stderr
+    data = one_json_object(first_run.stdout)
+    assert data["is_refusal"] is True and data["answer"] == REFUSAL_MESSAGE
+    assert data["citations"] == [] and data["confidence"] == "none"
+
+
+def test_in_scope_question_answers_with_citations_verbose_json_and_no_secrets(env, first_run):
+    result = run_ask(env, IN_SCOPE, "--verbose", "--json")
+    assert result.returncode == 0, result.stderr
+    data = one_json_object(result.stdout)  # --verbose logs go to stderr, never into the JSON
+    assert not data["is_refusal"] and "1.4 m" in data["answer"]
+    assert len(data["citations"]) >= 1 and data["citations"][0]["source"] == "intro.md"
+    assert data["passages"] and data["gate"]["answerable"] is True
+    assert "Indexing" not in result.stderr  # the index from the first run is reused
+
+
+def test_chat_through_stdin_resets_and_exits_cleanly(env, first_run):
+    result = run_ask(env, stdin=f"{IN_SCOPE}\n/reset\n{OUT_OF_SCOPE}\n/exit\nnever asked\n")
+    assert result.returncode == 0, result.stderr
+    assert "1.4 m" in result.stdout and "Sources" in result.stdout and "intro" in result.stdout
+    assert result.stdout.count(REFUSAL_MESSAGE) == 1  # nothing after /exit was asked
+    assert "cleared" in result.stderr
+
+
+def test_bad_flag_exits_4():
+    result = subprocess.run([sys.executable, str(ROOT / "ask.py"), "--no-such-flag"], capture_output=True, check=False,
+                            text=True, timeout=60)
+    assert result.returncode == 4
+    assert "--no-such-flag" in result.stderr and result.stdout == ""
+
+
+def test_bad_environment_variable_exits_2(env):
+    result = run_ask(env, IN_SCOPE, "--json", BOOKRAG_TOP_K="abc")
+    assert result.returncode == 2
+    assert "BOOKRAG_TOP_K" in result.stderr and result.stdout == ""
+
+
+# -- in process: the chat loop and --validate, with stub programs --------------------------------------------------
+
+def answer(text: str, refused: bool = False, query: str = "q") -> Response:
+    citations = [] if refused else [Citation("Welcome", "Welcome", "/docs/intro", "intro.md", "general", "c1", 0.7)]
+    return Response(answer=text, query=query, citations=citations, is_refusal=refused,
+                    confidence="none" if refused else "high", mode="refused" if refused else "extractive")
+
+
+class StubProgram:
+    def __init__(self, replies):
+        self.replies, self.calls = replies, []
+
+    def ask(self, question, **kwargs):
+        self.calls.append((question, kwargs.get("history")))
+        reply = self.replies(question)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+def args(**kw) -> SimpleNamespace:
+    return SimpleNamespace(**{"question": None, "json": False, "verbose": False, "top_k": None, "module": None, **kw})
+
+
+def feed(monkeypatch, *lines: str, then: type[BaseException] = EOFError) -> None:
+    queue = list(lines)
+
+    def fake_input(prompt=""):
+        if not queue:
+            raise then()
+        return queue.pop(0)
+
+    monkeypatch.setattr("builtins.input", fake_input)
+
+
+def test_chat_survives_an_error_in_one_turn(monkeypatch, capsys):
+    program = StubProgram(lambda q: AgentError("Language model x failed") if q == "boom" else answer(f"about {q}", query=q))
+    feed(monkeypatch, "first", "boom", "", "second")
+    assert ask.chat(program, args()) == 0  # EOF (Ctrl-D) leaves with 0
+    out, err = capsys.readouterr()
+    assert "about first" in out and "about second" in out
+    assert "error: Language model x failed" in err
+    assert [q for q, _ in program.calls] == ["first", "boom", "second"]
+    assert program.calls[-1][1] == [{"question": "first", "answer": "about first"}]  # the failed turn is not kept
+
+
+def test_chat_reset_clears_history_and_ctrl_c_exits_0(monkeypatch, capsys):
+    program = StubProgram(lambda q: answer(f"about {q}"))
+    feed(monkeypatch, "first", "/reset", "second", then=KeyboardInterrupt)
+    assert ask.chat(program, args()) == 0
+    assert program.calls[-1] == ("second", [])
+
+
+def test_chat_json_prints_one_object_per_turn_and_the_prompt_elsewhere(monkeypatch, capsys):
+    program = StubProgram(lambda q: answer(REFUSAL_MESSAGE, refused=True) if "France" in q else answer("1.4 m"))
+    feed(monkeypatch, IN_SCOPE, OUT_OF_SCOPE, "quit", "never")
+    assert ask.chat(program, args(json=True)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["is_refusal"] for line in lines] == [False, True]
+
+
+@pytest.mark.parametrize("correct, expected_exit", [(len(ask.VALIDATION), 0), (len(ask.VALIDATION) // 2, 5)])
+def test_validate_passes_at_80_percent_else_exits_5(capsys, correct, expected_exit):
+    expected = dict(ask.VALIDATION)
+    right = {q for q, _ in ask.VALIDATION[:correct]}
+
+    def reply(question):
+        fact = expected[question]
+        if (question in right) == (fact is None):
+            return answer(REFUSAL_MESSAGE, refused=True)  # right for must-refuse, wrong for answerable
+        return answer(f"It is {fact}." if question in right else "Something else entirely.")
+
+    assert ask.validate(StubProgram(reply), args()) == expected_exit
+    out = capsys.readouterr().out
+    assert out.count("PASS") == correct and out.count("FAIL") == len(ask.VALIDATION) - correct
+    assert f"({correct}/{len(ask.VALIDATION)})" in out
+
+
+def test_validation_set_is_half_answerable_half_must_refuse():
+    facts = [fact for _, fact in ask.VALIDATION]
+    assert 5 <= sum(f is not None for f in facts) <= 8 and 5 <= sum(f is None for f in facts) <= 8
+    book = "\n".join(p.read_text() for p in (ROOT / "datasets" / "humanoid-primer").rglob("*.md*"))
+    assert all(f in book for f in facts if f)  # every key fact is verbatim in the bundled book

@@ -1,0 +1,443 @@
+"""BookRAG end to end on a tiny book: fake embedder (hashed bag of words), embedded Qdrant in tmp_path, DummyLM.
+
+Fast and offline: no model weights are loaded. The gate is pinned per test (`pin_gate`) where its decision is not
+what is under test, so the results do not depend on how a 16-dimensional hash happens to score a question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import math
+import re
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import dspy
+import pytest
+from dspy.utils import DummyLM
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, Settings
+from bookrag.errors import AgentError
+from programs.book_rag import MAX_QUERY_WORDS, BookRAG, valid_citations
+from programs.chat import Chat
+from programs.refusal_gate import FEATURES, RefusalGate
+from retrievers.book_index import BookIndex
+
+# Each page has its own vocabulary, so a question's words find its page under both dense (hashed) and BM25 search.
+BOOK = {
+    "intro.md": """
+        ---
+        title: Welcome
+        ---
+
+        # Welcome
+
+        The teaching robot is called Quillon. Quillon is 1.4 m tall and weighs 31 kg.
+        """,
+    "01-ros2/01-topics.md": """
+        ---
+        title: Topics
+        ---
+
+        # Topics
+
+        Topics carry messages between nodes. The zephyrine reliability profile keeps messages when packets drop.
+        """,
+    "01-ros2/02-launch.md": """
+        ---
+        title: Launch Files
+        ---
+
+        # Launch Files
+
+        Launch files start many nodes at once. The marlowe launcher reads its parameters from a YAML file.
+        """,
+    "02-sim/01-gazebo.md": """
+        ---
+        title: Gazebo Physics
+        ---
+
+        # Gazebo Physics
+
+        Gazebo simulates gravity, friction and contact. The tarrasque solver runs physics at 1000 Hz.
+        """,
+    "02-sim/02-sensors.md": """
+        ---
+        title: Simulated Sensors
+        ---
+
+        # Simulated Sensors
+
+        Simulated lidar sensors publish noisy scans. The brindlewood camera model adds lens distortion.
+        """,
+}
+SOURCES = {  # a question per page, answered from that page
+    "How tall is Quillon the teaching robot?": ("intro.md", "1.4 m tall"),
+    "What does the zephyrine reliability profile keep?": ("01-ros2/01-topics.md", "zephyrine"),
+    "Where does the marlowe launcher read its parameters?": ("01-ros2/02-launch.md", "YAML"),
+    "How fast does the tarrasque solver run physics?": ("02-sim/01-gazebo.md", "1000 Hz"),
+    "What does the brindlewood camera model add?": ("02-sim/02-sensors.md", "lens distortion"),
+}
+
+
+class HashedEmbedder:
+    """A deterministic bag-of-words embedder (dim 16); records the queries it embeds."""
+
+    name = "hash16"
+    model_id = "tests/hashed-bag-of-words-16"
+    dim = 16
+
+    def __init__(self):
+        self.queries: list[str] = []
+
+    def _vector(self, text: str) -> list[float]:
+        vec = [0.0] * self.dim
+        for word in re.findall(r"\w+", text.lower()):
+            digest = hashlib.sha1(word.encode()).digest()
+            vec[digest[0] % self.dim] += 1.0 if digest[1] & 1 else -1.0
+        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+        return [v / norm for v in vec]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return self._vector(text)
+
+
+@pytest.fixture
+def index(tmp_path: Path):
+    book = tmp_path / "book"
+    for rel, text in BOOK.items():
+        (book / rel).parent.mkdir(parents=True, exist_ok=True)
+        (book / rel).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    settings = Settings(data_dir=tmp_path / "data", book_dir=book)
+    index = BookIndex(settings, book, embedder=HashedEmbedder())
+    index.ingest(progress=False)
+    yield index
+    index.close()
+
+
+@pytest.fixture
+def make(index):
+    """`make(lm=..., answer_mode=..., k=...)` -> a BookRAG over the tiny book, gate pinned open."""
+
+    def build(lm=None, answer_mode="auto", k=3, probability=0.99):
+        program = BookRAG(index.retriever, lm=lm, k=k, answer_mode=answer_mode)
+        pin_gate(program.gate, probability)
+        return program
+
+    return build
+
+
+def pin_gate(gate: RefusalGate, probability: float, threshold: float = 0.5, high: float = 0.8) -> None:
+    """The gate outputs `probability` whatever the question: no feature weights, bias = logit(probability)."""
+    gate.weights = {}
+    gate.bias = math.log(probability / (1 - probability))
+    gate.threshold, gate.high_confidence = threshold, high
+
+
+def generated(answer="Quillon is 1.4 m tall.", citations=(1,), answerable=True) -> dict:
+    return {"reasoning": "From the passages.", "answer": answer, "citations": list(citations),
+            "answerable": answerable}
+
+
+def passage_texts(program, query: str, k: int) -> list[str]:
+    return [p.text for p in program.retriever.search(query, k=k)]
+
+
+# -- the gate ---------------------------------------------------------------------------------------------------
+
+def test_gate_below_threshold_refuses_without_calling_the_lm(make):
+    lm = DummyLM([generated()])
+    program = make(lm=lm, answer_mode="generated", probability=0.3)
+    response = program.ask("How tall is Quillon the teaching robot?")
+    assert response.is_refusal and response.refusal_reason == "gate"
+    assert response.answer == REFUSAL_MESSAGE
+    assert response.gate["probability"] < response.gate["threshold"]
+    assert response.gate["answerable"] is False
+    assert lm.history == []  # the LM was never asked
+    assert response.passages  # retrieval ran; the evidence was judged too weak
+
+
+def test_gate_above_threshold_calls_the_lm(make):
+    lm = DummyLM([generated()])
+    response = make(lm=lm, answer_mode="generated", probability=0.7).ask("How tall is Quillon the teaching robot?")
+    assert not response.is_refusal and response.answer == "Quillon is 1.4 m tall."
+    assert len(lm.history) == 1
+
+
+# -- generated answers: verdict and citations --------------------------------------------------------------------
+
+def test_valid_citations_drops_out_of_range_duplicate_and_garbage():
+    assert valid_citations([2, 0, 9, "3", "x", None, 2.0, -1, 2], n_passages=3) == [2, 3]
+    assert valid_citations(None, 3) == []
+
+
+def test_out_of_range_citations_are_dropped_from_the_response(make):
+    program = make(lm=DummyLM([generated(citations=[2, 0, 99, 2])]), answer_mode="generated", k=3)
+    response = program.ask("How tall is Quillon the teaching robot?")
+    assert not response.is_refusal
+    assert [c.chunk_id for c in response.citations] == [response.passages[1]["chunk_id"]]
+
+
+def test_model_saying_unanswerable_gives_the_refusal_message(make):
+    program = make(lm=DummyLM([generated(answer="Probably 2 m.", answerable=False)]), answer_mode="generated")
+    response = program.ask("How tall is Quillon the teaching robot?")
+    assert response.is_refusal and response.refusal_reason == "model"
+    assert response.answer == "I couldn't find information about that in the book."
+    assert response.citations == [] and response.confidence == "none"
+
+
+def test_answer_without_a_valid_citation_is_refused(make):
+    program = make(lm=DummyLM([generated(citations=[7, 9])]), answer_mode="generated", k=3)
+    response = program.ask("How tall is Quillon the teaching robot?")
+    assert response.is_refusal and response.refusal_reason == "no_citation"
+    assert response.answer == REFUSAL_MESSAGE and response.citations == []
+
+
+@pytest.mark.parametrize("probability, confidence", [(0.9, "high"), (0.6, "low"), (0.2, "none")])
+def test_confidence_follows_the_gate_probability(make, probability, confidence):
+    program = make(lm=DummyLM([generated()]), answer_mode="generated", probability=probability)
+    assert program.ask("How tall is Quillon the teaching robot?").confidence == confidence
+
+
+def test_citations_name_the_cited_passages_with_url_and_score(make):
+    program = make(lm=DummyLM([generated(citations=[1])]), answer_mode="generated", k=3)
+    response = program.ask("How tall is Quillon the teaching robot?")
+    (citation,) = response.citations
+    assert citation.source == "intro.md" and citation.title == "Welcome"
+    assert citation.url.startswith("/docs") and 0 < citation.score <= 1
+
+
+def test_unparseable_lm_reply_is_an_agent_error_naming_the_model(make):
+    program = make(lm=DummyLM([{"unrelated": "x"}] * 3), answer_mode="generated")
+    with pytest.raises(AgentError, match="Language model dummy replied without the expected fields"):
+        program.ask("How tall is Quillon the teaching robot?")
+
+
+# -- multi-turn -------------------------------------------------------------------------------------------------
+
+def test_follow_up_is_rewritten_by_the_predictor_and_the_rewrite_is_retrieved(make, index):
+    lm = DummyLM([{"standalone_query": "zephyrine reliability profile messages"},
+                  generated(answer="It keeps messages when packets drop.")])
+    program = make(lm=lm, answer_mode="generated")
+    history = [{"question": "What are topics?", "answer": "Topics carry messages between nodes."}]
+    response = program.ask("What does that profile keep?", history=history)
+    assert response.standalone_query == "zephyrine reliability profile messages"
+    assert index.embedder.queries[-1] == "zephyrine reliability profile messages"
+    assert "What are topics?" in lm.history[0]["messages"][-1]["content"]  # the rewriter saw the history
+    assert response.passages[0]["source"] == "01-ros2/01-topics.md"
+
+
+def test_without_history_the_question_is_the_query(make, index):
+    lm = DummyLM([generated()])
+    response = make(lm=lm, answer_mode="generated").ask("How tall is Quillon the teaching robot?")
+    assert response.standalone_query is None
+    assert index.embedder.queries == ["How tall is Quillon the teaching robot?"]
+    assert len(lm.history) == 1  # no rewrite call
+
+
+def test_chat_passes_history_and_remembers_answered_turns_only(make):
+    chat = Chat(make(answer_mode="extractive"))
+    first = chat.ask("What does the zephyrine reliability profile keep?")
+    assert not first.is_refusal and len(chat) == 1
+    chat.program.gate.bias = -10.0  # the next question is refused ...
+    refused = chat.ask("What is the capital of France?")
+    assert refused.is_refusal and len(chat) == 1  # ... and not remembered
+    chat.program.gate.bias = 10.0
+    follow_up = chat.ask("Which packets?")
+    assert follow_up.standalone_query == "What does the zephyrine reliability profile keep? Which packets?"
+    assert [turn["question"] for turn in chat.history] == ["What does the zephyrine reliability profile keep?",
+                                                           "Which packets?"]
+    chat.reset()
+    assert chat.history == [] and chat.ask("How tall is Quillon the teaching robot?").standalone_query is None
+
+
+def test_chat_history_is_bounded(make):
+    chat = Chat(make(answer_mode="extractive"), max_turns=2)
+    for question in list(SOURCES)[:3]:
+        chat.ask(question)
+    assert [turn["question"] for turn in chat.history] == list(SOURCES)[1:3]
+
+
+# -- selected-text mode -----------------------------------------------------------------------------------------
+
+SELECTION = ("The gantry test needs two people. The operator holds the wireless emergency stop, which cuts motor "
+             "power in under 50 ms.")
+
+
+@pytest.mark.parametrize("mode", ["extractive", "generated"])
+def test_selected_text_answers_from_the_selection_without_retrieval(make, index, mode):
+    lm = DummyLM([generated(answer="It cuts motor power in under 50 ms.", citations=[1])])
+    program = make(lm=lm, answer_mode=mode)
+    response = program.ask("How fast does the wireless emergency stop cut motor power?", selected_text=SELECTION)
+    assert not response.is_refusal and "50 ms" in response.answer
+    assert response.mode == mode
+    assert index.embedder.queries == [] and response.passages == []  # nothing was retrieved
+    if mode == "extractive":
+        assert response.answer in SELECTION
+    else:
+        assert SELECTION in lm.history[0]["messages"][-1]["content"]  # the selection is the whole context
+
+
+@pytest.mark.parametrize("mode", ["extractive", "generated"])
+def test_selected_text_refuses_when_the_answer_is_not_there(make, index, mode):
+    lm = DummyLM([generated(answer="", citations=[], answerable=False)])
+    program = make(lm=lm, answer_mode=mode)
+    response = program.ask("How tall is Quillon the teaching robot?", selected_text=SELECTION)
+    assert response.is_refusal
+    assert response.answer == ("I can only answer based on the selected text, and the answer is not present "
+                               "there.") == SELECTION_REFUSAL_MESSAGE
+    assert index.embedder.queries == []
+
+
+# -- extractive mode --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("question", list(SOURCES))
+def test_extractive_answers_quote_retrieved_passages_and_cite_them(make, question):
+    program = make(answer_mode="extractive", k=3)
+    response = program.ask(question)
+    source, fact = SOURCES[question]
+    assert not response.is_refusal and response.mode == "extractive"
+    assert fact in response.answer
+    retrieved = {p["chunk_id"] for p in response.passages}
+    assert response.citations and {c.chunk_id for c in response.citations} <= retrieved
+    assert source in {c.source for c in response.citations}
+    texts = passage_texts(program, question, k=3)
+    for sentence in re.split(r"(?<=[.!?])\s+", response.answer):
+        assert any(sentence in text for text in texts), sentence
+
+
+def test_auto_mode_extracts_without_an_lm(make):
+    program = make(lm=None)
+    assert not program.generates
+    assert program.ask("How tall is Quillon the teaching robot?").mode == "extractive"
+
+
+# -- input checks and the response ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("query", ["", "   \n"])
+def test_empty_query_is_rejected(make, query):
+    with pytest.raises(ValueError, match="Query cannot be empty"):
+        make(answer_mode="extractive").ask(query)
+
+
+def test_long_query_is_truncated_with_a_warning(make, caplog):
+    query = "How tall is Quillon the teaching robot? " + " ".join(["robot"] * 600)
+    with caplog.at_level(logging.WARNING, logger="programs.book_rag"):
+        response = make(answer_mode="extractive").ask(query)
+    assert len(response.query.split()) == MAX_QUERY_WORDS
+    assert any("keeping the first 500" in r.getMessage() for r in caplog.records)
+
+
+def test_short_query_is_not_truncated_or_warned(make, caplog):
+    with caplog.at_level(logging.WARNING, logger="programs.book_rag"):
+        response = make(answer_mode="extractive").ask("How tall is Quillon the teaching robot?")
+    assert response.query == "How tall is Quillon the teaching robot?" and not caplog.records
+
+
+@pytest.mark.parametrize("probability", [0.99, 0.1])
+def test_response_to_dict_is_json_serializable(make, probability):
+    response = make(lm=DummyLM([generated()]), answer_mode="generated", probability=probability).ask(
+        "How tall is Quillon the teaching robot?")
+    data = json.loads(json.dumps(response.to_dict()))
+    assert data["answer"] == response.answer and data["is_refusal"] is response.is_refusal
+    assert len(data["citations"]) == len(response.citations) and data["gate"] == response.gate
+    assert set(data["usage"]) == {"prompt_tokens", "completion_tokens"}
+
+
+# -- concurrency and async --------------------------------------------------------------------------------------
+
+def test_eight_threads_share_one_extractive_program(make):
+    program = make(answer_mode="extractive")
+    questions = list(SOURCES) * 2  # 10 questions over 8 workers
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        responses = list(pool.map(program.ask, questions))
+    for question, response in zip(questions, responses):
+        source, fact = SOURCES[question]
+        assert response.query == question and fact in response.answer
+        assert source in {c.source for c in response.citations}
+
+
+def test_eight_threads_share_one_generating_program(make):
+    """DummyLM keyed by question: each thread must get the answer to its own question."""
+    answers = {q: generated(answer=f"Answer about {fact}.", citations=[1]) for q, (_, fact) in SOURCES.items()}
+    program = make(lm=DummyLM(answers), answer_mode="generated")
+    questions = list(SOURCES) + list(SOURCES)[:3]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        responses = list(pool.map(program.ask, questions))
+    for question, response in zip(questions, responses):
+        assert response.answer == f"Answer about {SOURCES[question][1]}."
+    assert dspy.settings.lm is None  # no thread leaked its LM into the global settings
+
+
+def test_programs_with_different_lms_do_not_mix_across_threads(make):
+    """dspy.context is per thread: two programs with two LMs, called at once, each use their own."""
+    question = "How tall is Quillon the teaching robot?"
+    first = make(lm=DummyLM({question: generated(answer="From LM one.")}), answer_mode="generated")
+    second = make(lm=DummyLM({question: generated(answer="From LM two.")}), answer_mode="generated")
+    jobs = [first, second] * 8
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda program: program.ask(question).answer, jobs))
+    assert answers == ["From LM one.", "From LM two."] * 8
+
+
+def test_ask_async_matches_ask(make):
+    program = make(answer_mode="extractive")
+
+    async def both():
+        return await asyncio.gather(*(program.ask_async(q) for q in SOURCES))
+
+    responses = asyncio.run(both())
+    assert [r.answer for r in responses] == [program.ask(q).answer for q in SOURCES]
+    assert all(not r.is_refusal for r in responses)
+
+
+# -- the gate's state -------------------------------------------------------------------------------------------
+
+def toy_features(top_dense: float, coverage: float) -> dict[str, float]:
+    features = dict.fromkeys(FEATURES, 0.0)
+    features.update(top_dense=top_dense, mean_top3_dense=top_dense - 0.05, coverage_top1=coverage,
+                    coverage_top3=coverage, uncovered_terms=3 * (1 - coverage))
+    return features
+
+
+def test_gate_fit_on_separable_features_separates_them():
+    positives = [toy_features(0.6 + 0.03 * i, 0.8 + 0.02 * i) for i in range(8)]
+    negatives = [toy_features(0.1 + 0.03 * i, 0.1 + 0.02 * i) for i in range(8)]
+    gate = RefusalGate().fit(positives + negatives, [True] * 8 + [False] * 8)
+    assert gate.calibrated
+    assert all(gate.probability(f) >= gate.threshold for f in positives)
+    assert all(gate.probability(f) < gate.threshold for f in negatives)
+    assert gate.weights["top_dense"] > 0  # more similar evidence -> more answerable
+
+
+def test_gate_state_survives_save_and_load(make, index, tmp_path):
+    program = make(lm=DummyLM([]), answer_mode="generated")
+    positives = [toy_features(0.6 + 0.03 * i, 0.9) for i in range(5)]
+    negatives = [toy_features(0.1 + 0.03 * i, 0.1) for i in range(5)]
+    program.gate.fit(positives + negatives, [True] * 5 + [False] * 5)
+    path = tmp_path / "program.json"
+    program.save(str(path))
+    assert json.loads(path.read_text())["gate"]["calibrated"] is True  # plain JSON, no pickle
+
+    loaded = BookRAG(index.retriever, lm=DummyLM([]))
+    assert not loaded.gate.calibrated
+    loaded.load(str(path))
+    assert loaded.gate.dump_state() == program.gate.dump_state()
+    sample = toy_features(0.45, 0.5)
+    assert loaded.gate.probability(sample) == pytest.approx(program.gate.probability(sample))
+
+
+def test_malformed_gate_state_is_rejected():
+    with pytest.raises(ValueError, match="malformed"):
+        RefusalGate().load_state({"weights": {"not_a_feature": 1.0}})

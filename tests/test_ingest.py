@@ -1,0 +1,312 @@
+"""Incremental ingest into the embedded store, crash safety, and the `python ingest.py` command line."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from collections import Counter
+
+import pytest
+from conftest import PROJECT_ROOT, SMALL_BOOK, FakeEmbedder, clean_env, run_script, write_book
+
+from bookrag.config import Settings
+from bookrag.errors import StoreError
+from retrievers.book_index import BookIndex
+from retrievers.edge_store import EdgeStore
+from retrievers.indexer import collection_name, read_book
+from retrievers.minilm_embedder import MiniLMEmbedder
+
+GAZEBO = "02-sim/01-gazebo.md"
+
+
+def ingest(settings, book, embedder=None, **kwargs):
+    embedder = embedder or FakeEmbedder()
+    with BookIndex(settings, book, embedder=embedder) as index:
+        report = index.ingest(progress=False, **kwargs)
+        points = {hit.id: hit.payload for hit in index.store.scan()}
+        assert index.store.count() == len(points)
+    return report, points, embedder
+
+
+def book_chunks(settings, book):
+    chunks, errors, _ = read_book(book, settings)
+    assert not errors
+    return {c.id: c for c in chunks}
+
+
+def test_first_ingest_embeds_every_chunk(settings, small_book):
+    report, points, embedder = ingest(settings, small_book)
+    expected = book_chunks(settings, small_book)
+    assert report.files == 4
+    assert report.chunks == report.embedded == len(expected) == embedder.documents_embedded
+    assert (report.skipped, report.updated, report.deleted, report.errors) == (0, 0, 0, [])
+    assert set(points) == set(expected)
+    assert all(points[i] == c.payload() for i, c in expected.items())
+
+
+def test_second_run_embeds_nothing_and_reports_all_skipped(settings, small_book):
+    first, points_before, _ = ingest(settings, small_book)
+    report, points_after, embedder = ingest(settings, small_book)
+    assert embedder.document_batches == []
+    assert report.embedded == report.updated == report.deleted == 0
+    assert report.skipped == report.chunks == first.chunks
+    assert points_after == points_before
+    assert f"skipped {report.chunks}" in report.summary()
+
+
+def test_changing_one_file_reembeds_only_its_changed_chunks(settings, small_book):
+    ingest(settings, small_book)
+    before = book_chunks(settings, small_book)
+    page = small_book / GAZEBO
+    page.write_text(page.read_text().replace("noisy measurements", "calibrated measurements"))
+    after = book_chunks(settings, small_book)
+    new_ids, gone_ids = set(after) - set(before), set(before) - set(after)
+    assert len(new_ids) == len(gone_ids) == 1
+
+    report, points, embedder = ingest(settings, small_book)
+    assert report.embedded == embedder.documents_embedded == 1
+    assert embedder.document_batches == [[after[i].embedding_text for i in new_ids]]
+    assert after[next(iter(new_ids))].source == GAZEBO
+    assert report.deleted == 1 and report.skipped == len(after) - 1
+    assert set(points) == set(after)
+
+
+def test_deleting_a_file_deletes_its_points(settings, small_book):
+    _, points, _ = ingest(settings, small_book)
+    launch = [i for i, p in points.items() if p["source"] == "01-ros2/02-launch.md"]
+    assert launch
+    (small_book / "01-ros2" / "02-launch.md").unlink()
+
+    report, points, embedder = ingest(settings, small_book)
+    assert report.deleted == len(launch)
+    assert embedder.document_batches == []
+    assert not any(p["source"] == "01-ros2/02-launch.md" for p in points.values())
+    assert set(points) == set(book_chunks(settings, small_book))
+
+
+def test_changing_only_the_front_matter_title_updates_payloads_without_embedding(settings, small_book):
+    _, before, _ = ingest(settings, small_book)
+    page = small_book / GAZEBO
+    page.write_text(page.read_text().replace("title: Gazebo Physics", "title: Physics in Gazebo"))
+
+    report, after, embedder = ingest(settings, small_book)
+    gazebo_ids = {i for i, p in before.items() if p["source"] == GAZEBO}
+    assert embedder.document_batches == []
+    assert report.embedded == report.deleted == 0
+    assert report.updated == len(gazebo_ids) == 2
+    assert set(after) == set(before)
+    assert {after[i]["title"] for i in gazebo_ids} == {"Physics in Gazebo"}
+    assert all(after[i] == before[i] for i in before if i not in gazebo_ids)
+
+
+def test_recreate_drops_the_collection_and_embeds_everything_again(settings, small_book):
+    first, _, _ = ingest(settings, small_book)
+    report, points, embedder = ingest(settings, small_book, recreate=True)
+    assert report.embedded == embedder.documents_embedded == first.chunks
+    assert report.skipped == 0
+    assert set(points) == set(book_chunks(settings, small_book))
+
+
+def test_a_file_that_fails_to_parse_keeps_its_old_points_and_is_reported(settings, small_book):
+    _, before, _ = ingest(settings, small_book)
+    gazebo_before = {i: p for i, p in before.items() if p["source"] == GAZEBO}
+    (small_book / GAZEBO).write_text("---\ntitle: [broken\n---\n# Gazebo\n\nNew text that must not be indexed.\n")
+    launch = small_book / "01-ros2" / "02-launch.md"
+    launch.write_text(launch.read_text().replace("at once", "together"))
+
+    report, after, embedder = ingest(settings, small_book)
+    assert [e.source for e in report.errors] == [GAZEBO]
+    assert "1 file(s) skipped with errors" in report.summary()
+    assert report.files == 3
+    assert {i: p for i, p in after.items() if p["source"] == GAZEBO} == gazebo_before
+    assert report.embedded == embedder.documents_embedded == 1
+    assert not any("must not be indexed" in text for batch in embedder.document_batches for text in batch)
+    assert any("together with their parameters" in p["text"] for p in after.values())
+    assert not any("at once" in p["text"] for p in after.values())
+
+
+def test_a_store_of_another_dimension_is_a_clear_error(settings, small_book):
+    ingest(settings, small_book)
+
+    class Fake8(FakeEmbedder):
+        dim = 8  # same name, so the same collection, but 8-d vectors
+
+    with pytest.raises(StoreError, match="16-d vectors.*8-d.*--recreate"):
+        ingest(settings, small_book, embedder=Fake8())
+
+
+def test_ingest_of_a_missing_or_empty_folder_is_a_bad_argument(settings, tmp_path):
+    from bookrag.errors import BadArgumentError
+
+    with pytest.raises(BadArgumentError, match="does not exist"):
+        ingest(settings, tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BadArgumentError, match="no .md or .mdx files"):
+        ingest(settings, tmp_path / "empty")
+
+
+# -- crash safety --------------------------------------------------------------------------------------------
+
+KILL_DRIVER = textwrap.dedent("""
+    import sys
+    sys.path[:0] = [{tests!r}, {root!r}]
+    from pathlib import Path
+    from conftest import FakeEmbedder
+    from bookrag.config import Settings
+    from retrievers.book_index import BookIndex
+
+    # The real indexer and store; only the embedder is the slow fake, which announces each batch.
+    with BookIndex(Settings(data_dir=Path(sys.argv[1])), Path(sys.argv[2]),
+                   embedder=FakeEmbedder(delay=float(sys.argv[3]), announce=True)) as index:
+        print("done", index.ingest(progress=False).summary(), flush=True)
+""")
+
+
+def test_ingest_killed_after_its_first_batch_leaves_a_usable_store_that_the_next_run_completes(tmp_path):
+    files = {
+        f"{i // 25:02d}-part/{i:03d}-page.md": f"# Page {i}\n\n## First\n\nPage {i} opens with word{i}a.\n\n"
+                                               f"## Second\n\nPage {i} closes with word{i}b.\n"
+        for i in range(200)
+    }
+    book = write_book(tmp_path / "big-book", files)
+    settings = Settings(data_dir=tmp_path / "data")
+    expected = book_chunks(settings, book)
+    assert len(expected) == 400  # EMBED_BATCH is 64: the kill lands with 6 of 7 batches to go
+
+    driver = tmp_path / "driver.py"
+    driver.write_text(KILL_DRIVER.format(tests=str(PROJECT_ROOT / "tests"), root=str(PROJECT_ROOT)))
+    announced = []
+    with subprocess.Popen([sys.executable, str(driver), str(settings.data_dir), str(book), "1.0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env()) as proc:
+        watchdog = threading.Timer(60, proc.kill)  # never hang the suite on a stuck child
+        watchdog.start()
+        try:
+            for line in proc.stdout:  # batch 2 starts only after batch 1 was upserted
+                announced.append(line)
+                if line.startswith("embedding batch 2"):
+                    proc.send_signal(signal.SIGKILL)
+                    break
+            proc.wait(timeout=30)
+        finally:
+            watchdog.cancel()
+            if proc.poll() is None:
+                proc.kill()
+        stderr = proc.stderr.read()
+    assert proc.returncode == -signal.SIGKILL, (announced, stderr)
+
+    with BookIndex(settings, book, embedder=FakeEmbedder()) as index:
+        survived = index.store.count()
+        # The first batch survived the kill (a second one only if this machine was too busy to kill in time).
+        assert survived in (64, 128)
+        report = index.ingest(progress=False)
+        ids = [hit.id for hit in index.store.scan()]
+        assert index.store.count() == len(ids) == len(expected)
+        assert len(set(ids)) == len(ids)
+        assert set(ids) == set(expected)
+        assert (report.skipped, report.embedded) == (survived, len(expected) - survived)
+        hits = index.retriever.search("word7a", k=1, mode="sparse")
+        assert hits[0].source == "00-part/007-page.md"
+
+
+# -- one process at a time ----------------------------------------------------------------------------------
+
+
+def test_a_second_opener_of_the_embedded_store_gets_a_clear_store_error(tmp_path):
+    first = EdgeStore(tmp_path, "book__fake16")
+    first.create(16)
+    second = EdgeStore(tmp_path, "book__fake16")
+    try:
+        with pytest.raises(StoreError, match="open in another bookrag process") as info:
+            second.count()
+        assert str(tmp_path / "book__fake16") in str(info.value)
+        assert "BOOKRAG_DATA_DIR" in str(info.value)
+    finally:
+        first.close()
+    assert second.count() == 0  # the lock is released on close
+    second.close()
+
+
+HOLDER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {root!r})
+    from retrievers.edge_store import EdgeStore
+    store = EdgeStore(sys.argv[1], sys.argv[2])
+    store.create(384)
+    store.count()
+    print("holding", flush=True)
+    sys.stdin.read()  # hold the store until the test closes our stdin
+    store.close()
+""")
+
+
+def test_cli_reports_a_store_held_by_another_process_without_a_traceback(tmp_path, small_book):
+    data = tmp_path / "data"
+    collection = collection_name(small_book, MiniLMEmbedder)
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLDER.format(root=str(PROJECT_ROOT)), str(data / "qdrant"), collection],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
+    ) as holder:
+        watchdog = threading.Timer(60, holder.kill)
+        watchdog.start()
+        try:
+            assert holder.stdout.readline().strip() == "holding", holder.stderr.read()
+            result = run_script("ingest.py", small_book, cwd=tmp_path, env=clean_env(BOOKRAG_DATA_DIR=str(data)))
+        finally:
+            holder.stdin.close()  # the holder closes its store and exits
+            holder.wait(timeout=30)
+            watchdog.cancel()
+    assert holder.returncode == 0
+    assert result.returncode == 3, result.stderr
+    assert "open in another bookrag process" in result.stderr
+    assert f"pid {holder.pid}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+# -- the command line ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "no-markdown"])
+def test_cli_exits_4_naming_an_unusable_book_folder(tmp_path, case):
+    folder = tmp_path / f"book-{case}"
+    if case != "missing":
+        folder.mkdir()
+    if case == "no-markdown":
+        (folder / "notes.txt").write_text("not a page")
+        (folder / "_category_.json").write_text("{}")
+    result = run_script("ingest.py", folder, cwd=tmp_path, env=clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data")))
+    assert result.returncode == 4, result.stderr
+    assert str(folder) in result.stderr
+    assert result.stderr.startswith("error: ")
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("BOOKRAG_CHUNK_TOKENS", "abc", "BOOKRAG_CHUNK_TOKENS must be a whole number, got 'abc'"),
+    ("BOOKRAG_CHUNK_TOKENS", "5", "BOOKRAG_CHUNK_TOKENS must be at least 20"),
+    ("BOOKRAG_EMBEDDER", "magic", "BOOKRAG_EMBEDDER must be auto, local or cohere"),
+])
+def test_cli_exits_2_on_a_bad_environment_variable(tmp_path, small_book, variable, value, message):
+    env = clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), **{variable: value})
+    result = run_script("ingest.py", small_book, cwd=tmp_path, env=env)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data" / "qdrant").exists()
+
+
+def test_cli_bad_flag_exits_4(tmp_path, small_book):
+    result = run_script("ingest.py", small_book, "--no-such-flag", cwd=tmp_path, env=clean_env())
+    assert result.returncode == 4
+    assert "--no-such-flag" in result.stderr
+
+
+def test_read_book_skips_hidden_folders_and_counts_files(settings, tmp_path):
+    book = write_book(tmp_path / "b", {**SMALL_BOOK, ".git/notes.md": "# Hidden\n\nNot a page.\n"})
+    chunks, errors, n_files = read_book(book, settings)
+    assert n_files == 4 and errors == []
+    assert Counter(c.source for c in chunks) == {"intro.md": 2, "01-ros2/01-nodes.md": 2,
+                                                 "01-ros2/02-launch.md": 1, GAZEBO: 2}

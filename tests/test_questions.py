@@ -1,0 +1,206 @@
+"""Labeled question sets: CSV and JSONL loading, validation errors that name the line and column, splits."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT_ROOT
+
+from bookrag.errors import DatasetError
+from bookrag.questions import Question, load_questions, seeded_split
+from programs.metrics import fact_present
+
+DATASETS = PROJECT_ROOT / "datasets"
+BOOK_A = PROJECT_ROOT.parent / "shared" / "corpora" / "physical-ai-book-a"
+
+HEADER = "id,question,answerable,gold_sources,key_facts,reference_answer,category,history,selected_text,split"
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def csv_file(tmp_path: Path, *rows: str, header: str = HEADER) -> Path:
+    return write(tmp_path, "questions.csv", "\n".join([header, *rows]) + "\n")
+
+
+def test_csv_rows_load_into_questions(tmp_path):
+    path = csv_file(
+        tmp_path,
+        'q1,How tall is Kestrel?,true,"[""intro.md""]","[""1.2 m""]",Kestrel is 1.2 m tall.,factual,[],,train',
+        'q2,What does it cost?,false,[],[],,out-of-scope,[],,',
+        'q3,And its mass?,yes,"[""intro.md""]",[],,follow-up,'
+        '"[{""question"": ""How tall is Kestrel?"", ""answer"": ""1.2 m""}]",,test',
+    )
+    q1, q2, q3 = load_questions(path)
+    assert q1 == Question("q1", "How tall is Kestrel?", True, ("intro.md",), ("1.2 m",), "Kestrel is 1.2 m tall.",
+                          "factual", (), "", "train")
+    assert (q2.answerable, q2.gold_sources, q2.key_facts, q2.split) == (False, (), (), seeded_split("q2"))
+    assert q3.answerable is True
+    assert q3.history == ({"question": "How tall is Kestrel?", "answer": "1.2 m"},)
+    assert q3.search_text == "How tall is Kestrel? And its mass?"
+    assert q1.search_text == "How tall is Kestrel?"
+
+
+def test_csv_needs_only_the_required_columns(tmp_path):
+    path = csv_file(tmp_path, "q1,What is ROS 2?,TRUE", "q2,Is it slow?,0", header="id,question,answerable")
+    q1, q2 = load_questions(path)
+    assert (q1.answerable, q2.answerable) == (True, False)
+    assert q1.gold_sources == () and q1.split in ("train", "dev", "test")
+
+
+def test_jsonl_lines_load_with_native_lists_or_json_strings(tmp_path):
+    rows = [
+        {"id": "j1", "question": "What is a node?", "answerable": True, "gold_sources": ["a.md"],
+         "key_facts": ["a process"], "category": "factual", "split": "dev"},
+        {"id": "j2", "question": "Is it red?", "answerable": "false", "gold_sources": "[]", "history": []},
+    ]
+    path = write(tmp_path, "q.jsonl", json.dumps(rows[0]) + "\n\n" + json.dumps(rows[1]) + "\n")
+    j1, j2 = load_questions(path)
+    assert (j1.id, j1.answerable, j1.gold_sources, j1.key_facts, j1.split) == ("j1", True, ("a.md",),
+                                                                                ("a process",), "dev")
+    assert (j2.answerable, j2.gold_sources) == (False, ())
+
+
+@pytest.mark.parametrize("missing", ["id", "question", "answerable"])
+def test_csv_missing_a_required_column_names_it(tmp_path, missing):
+    columns = [c for c in ("id", "question", "answerable", "category") if c != missing]
+    path = csv_file(tmp_path, ",".join(["x"] * len(columns)), header=",".join(columns))
+    with pytest.raises(DatasetError, match=f"missing column\\(s\\) {missing};") as info:
+        load_questions(path)
+    assert str(path) in str(info.value)
+
+
+def test_jsonl_row_without_a_question_names_the_column_and_line(tmp_path):
+    path = write(tmp_path, "q.jsonl", '{"id": "a", "question": "Fine?", "answerable": true}\n'
+                                      '{"id": "b", "answerable": true}\n')
+    with pytest.raises(DatasetError, match=r"q\.jsonl:2: column 'question': empty question"):
+        load_questions(path)
+
+
+def test_bad_json_list_names_the_line_and_column(tmp_path):
+    path = csv_file(
+        tmp_path,
+        'q1,Fine?,true,"[""a.md""]",[],,,[],,',
+        'q2,Broken?,true,"[""a.md"", oops]",[],,,[],,',
+    )
+    with pytest.raises(DatasetError, match=r"questions\.csv:3: column 'gold_sources': expected a JSON array"):
+        load_questions(path)
+
+
+def test_json_value_that_is_not_a_list_is_an_error(tmp_path):
+    path = csv_file(tmp_path, 'q1,Fine?,true,"{""a"": 1}",[],,,[],,')
+    with pytest.raises(DatasetError, match="column 'gold_sources': expected a JSON array, got dict"):
+        load_questions(path)
+
+
+def test_line_numbers_count_multiline_cells_and_blank_lines(tmp_path):
+    path = csv_file(
+        tmp_path,
+        'q1,"A question\nthat spans\nthree lines?",true,[],[],,,[],,',
+        "",
+        'q2,Fine?,true,[],[],,,[],,',
+        'q3,Bad?,true,[],"not json",,,[],,',
+    )
+    with pytest.raises(DatasetError, match=r"questions\.csv:7: column 'key_facts'"):
+        load_questions(path)
+
+
+def test_invalid_jsonl_line_names_the_line(tmp_path):
+    path = write(tmp_path, "q.jsonl", '{"id": "a", "question": "Q?", "answerable": true}\n{"id": "b",\n')
+    with pytest.raises(DatasetError, match=r"q\.jsonl:2: not valid JSON"):
+        load_questions(path)
+    path = write(tmp_path, "q.jsonl", '["a", "list"]\n')
+    with pytest.raises(DatasetError, match=r"q\.jsonl:1: each line must be a JSON object"):
+        load_questions(path)
+
+
+def test_duplicate_ids_are_an_error_naming_both_lines(tmp_path):
+    path = csv_file(tmp_path, "q1,First?,true,[],[],,,[],,", "q2,Second?,true,[],[],,,[],,",
+                    "q1,Again?,false,[],[],,,[],,")
+    with pytest.raises(DatasetError, match=r"questions\.csv:4: column 'id': duplicate id 'q1' \(first on line 2\)"):
+        load_questions(path)
+
+
+@pytest.mark.parametrize("value", ["maybe", "", "2"])
+def test_bad_answerable_value_is_an_error(tmp_path, value):
+    path = csv_file(tmp_path, f"q1,Question?,{value},[],[],,,[],,")
+    with pytest.raises(DatasetError, match=r"questions\.csv:2: column 'answerable': expected true or false"):
+        load_questions(path)
+
+
+def test_bad_split_value_and_bad_history_turn_are_errors(tmp_path):
+    with pytest.raises(DatasetError, match="column 'split': expected one of train, dev, test, got 'validation'"):
+        load_questions(csv_file(tmp_path, "q1,Question?,true,[],[],,,[],,validation"))
+    with pytest.raises(DatasetError, match="column 'history': each turn must be an object"):
+        load_questions(csv_file(tmp_path, 'q1,Question?,true,[],[],,,"[""just text""]",,'))
+    with pytest.raises(DatasetError, match="list items must be strings"):
+        load_questions(csv_file(tmp_path, "q1,Question?,true,[1],[],,,[],,"))
+
+
+def test_empty_id_or_question_is_an_error(tmp_path):
+    with pytest.raises(DatasetError, match="column 'id': empty id"):
+        load_questions(csv_file(tmp_path, " ,Question?,true,[],[],,,[],,"))
+    with pytest.raises(DatasetError, match="column 'question': empty question"):
+        load_questions(csv_file(tmp_path, "q1,,true,[],[],,,[],,"))
+
+
+def test_unusable_files_are_dataset_errors(tmp_path):
+    with pytest.raises(DatasetError, match="does not exist"):
+        load_questions(tmp_path / "nope.csv")
+    with pytest.raises(DatasetError, match="use a .csv or .jsonl"):
+        load_questions(write(tmp_path, "q.txt", "id,question,answerable\n"))
+    with pytest.raises(DatasetError, match="holds no questions"):
+        load_questions(csv_file(tmp_path, header="id,question,answerable"))
+    with pytest.raises(DatasetError, match="cannot be read as CSV"):
+        load_questions(write(tmp_path, "empty.csv", ""))
+
+
+def test_split_filter_selects_rows_and_rejects_unknown_splits(tmp_path):
+    path = csv_file(tmp_path, "a,A?,true,[],[],,,[],,train", "b,B?,true,[],[],,,[],,test",
+                    "c,C?,true,[],[],,,[],,test")
+    assert [q.id for q in load_questions(path, split="test")] == ["b", "c"]
+    assert [q.id for q in load_questions(path, split="train")] == ["a"]
+    assert len(load_questions(path, split="all")) == 3
+    with pytest.raises(DatasetError, match="split must be one of"):
+        load_questions(path, split="holdout")
+
+
+def test_seeded_split_is_deterministic_and_roughly_50_20_30():
+    ids = [f"q-{i:04d}" for i in range(3000)]
+    splits = [seeded_split(i) for i in ids]
+    assert splits == [seeded_split(i) for i in ids]
+    assert seeded_split("p1-001") == seeded_split("p1-001")
+    share = {k: v / len(ids) for k, v in Counter(splits).items()}
+    assert share["train"] == pytest.approx(0.5, abs=0.03)
+    assert share["dev"] == pytest.approx(0.2, abs=0.03)
+    assert share["test"] == pytest.approx(0.3, abs=0.03)
+
+
+def test_bundled_humanoid_primer_questions_load_and_match_the_bundled_book():
+    questions = load_questions(DATASETS / "humanoid-primer.csv")
+    assert len(questions) > 100
+    assert {q.split for q in questions} == {"train", "dev", "test"}
+    assert {True, False} == {q.answerable for q in questions}
+    book = DATASETS / "humanoid-primer"
+    for q in questions:
+        if not q.answerable:
+            assert not q.gold_sources and not q.key_facts, q.id
+            continue
+        assert all((book / g).is_file() for g in q.gold_sources), q.id
+        source_text = " ".join((book / g).read_text(encoding="utf-8") for g in q.gold_sources) + q.selected_text
+        assert all(fact_present(f, source_text) for f in q.key_facts), q.id
+
+
+def test_bundled_book_a_questions_load():
+    questions = load_questions(DATASETS / "physical-ai-book-a.csv")
+    assert len(questions) > 100
+    assert len(load_questions(DATASETS / "physical-ai-book-a.csv", split="test")) > 10
+    if BOOK_A.is_dir():
+        missing = {g for q in questions for g in q.gold_sources if not (BOOK_A / g).is_file()}
+        assert missing == set()
