@@ -1,9 +1,7 @@
 """One `dspy.LM` for the whole program: the in-process Gemma engine, or any hosted model string.
 
-    lm = make_lm(settings)          # BOOKRAG_LM=local | openai/gpt-4o-mini | gemini/gemini-2.0-flash | ...
-    configure_cache(settings)
-    with dspy.context(lm=lm), lm_errors():
-        prediction = program(question=...)
+Typical use: `configure_cache(settings)` once, `lm = make_lm(settings)`, then run the program
+inside `with dspy.context(lm=lm), lm_errors():` so a failing model surfaces as `AgentError`.
 """
 
 from __future__ import annotations
@@ -54,7 +52,10 @@ def configure_cache(settings: Settings) -> None:
     # Restricted unpickling: DSPy stores plain data (and LiteLLM types it trusts), so a
     # tampered cache file cannot run code and nothing is lost.
     dspy.configure_cache(
-        enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(settings.dspy_cache), restrict_pickle=True
+        enable_disk_cache=True,
+        enable_memory_cache=True,
+        disk_cache_dir=str(settings.dspy_cache),
+        restrict_pickle=True,
     )
 
 

@@ -1,9 +1,8 @@
 """Gemma 3 270M in-process: a DSPy 3.4 custom LM engine over llama-cpp-python.
 
-    lm = dspy.LM(LOCAL_MODEL, engine=GemmaEngine(data_dir / "models"))
-
-DSPy owns caching, retries, history and adapters; the engine turns one canonical
-`dspy.lm15.Request` into one `dspy.lm15.Response` with one llama.cpp model.
+Used as `dspy.LM(LOCAL_MODEL, engine=GemmaEngine(data_dir / "models"))`. DSPy owns caching,
+retries, history and adapters; the engine turns one canonical `dspy.lm15.Request` into one
+`dspy.lm15.Response` with one llama.cpp model.
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from dspy.lm15 import (
     Request,
     Response,
     TextPart,
-    Usage,
     UnsupportedFeatureError,
+    Usage,
 )
 
 LOCAL_MODEL = "local/gemma3-270m"
@@ -48,7 +47,8 @@ def gemma_prompt(request: Request) -> str:
         speaker = _SPEAKERS.get(message.role)
         if speaker is None or not all(isinstance(part, TextPart) for part in message.parts):
             raise UnsupportedFeatureError(
-                f"{LOCAL_MODEL} reads text from user and assistant messages only", feature=f"messages[{index}]"
+                f"{LOCAL_MODEL} reads text from user and assistant messages only",
+                feature=f"messages[{index}]",
             )
         turns.append((speaker, "".join(part.text for part in message.parts)))
     if request.system and turns[0][0] == "user":
@@ -69,25 +69,18 @@ class GemmaEngine:
     The model loads on the first call, once; a lock serializes calls because a
     llama.cpp context is not thread-safe (DSPy's Evaluate and optimizers use threads).
 
-    Threads: reading the prompt (`n_threads_batch`) scales over both cores; generating
-    (`n_threads`) stays on one, because llama.cpp's threads spin-wait on each other and,
-    measured on 2 cores with any other busy process, 2 decode threads ran 3-8x slower than 1.
+    n_threads: on an idle 2-core machine 2 threads decode ~1.7x faster than 1, but
+    llama.cpp's threads spin-wait on each other, so next to another busy process 2
+    threads decode 3-8x slower than 1 (measured): pass n_threads=1 on a shared machine.
     """
 
     def __init__(
-        self,
-        models_dir: str | Path,
-        *,
-        max_tokens: int = 256,
-        n_ctx: int = 4096,
-        n_threads: int = 1,
-        n_threads_batch: int = 2,
+        self, models_dir: str | Path, *, max_tokens: int = 256, n_ctx: int = 4096, n_threads: int = 2
     ):
         self.models_dir = Path(models_dir)
         self.max_tokens = max_tokens
         self.n_ctx = n_ctx
         self.n_threads = n_threads
-        self.n_threads_batch = n_threads_batch
         self._llama = None
         self._lock = threading.Lock()
 
@@ -96,7 +89,11 @@ class GemmaEngine:
             raise UnsupportedFeatureError(f"{LOCAL_MODEL} cannot call tools", feature="tools")
         prompt = gemma_prompt(request)
         config = request.config
-        sampling = {key: value for key, value in (("top_p", config.top_p), ("top_k", config.top_k)) if value is not None}
+        sampling = {
+            key: value
+            for key, value in (("top_p", config.top_p), ("top_k", config.top_k))
+            if value is not None
+        }
         with self._lock:
             llama = self._load()
             try:
@@ -128,15 +125,11 @@ class GemmaEngine:
                 from llama_cpp import Llama
             except ImportError as exc:
                 raise ConfigurationError(
-                    f"{LOCAL_MODEL} needs llama-cpp-python: CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" "
+                    f'{LOCAL_MODEL} needs llama-cpp-python: CMAKE_ARGS="-DGGML_NATIVE=OFF" '
                     "pip install llama-cpp-python (compiles for minutes)"
                 ) from exc
             self._llama = Llama(
-                str(model_file(self.models_dir)),
-                n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
-                n_threads_batch=self.n_threads_batch,
-                verbose=False,
+                str(model_file(self.models_dir)), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False
             )
         return self._llama
 
@@ -149,9 +142,13 @@ class GemmaEngine:
 
     # DSPy saves an LM with a custom engine (e.g. a predictor's own LM) through these two.
     def dump_state(self) -> dict:
-        return {"models_dir": str(self.models_dir), "max_tokens": self.max_tokens, "n_ctx": self.n_ctx,
-                "n_threads": self.n_threads, "n_threads_batch": self.n_threads_batch}
+        return {
+            "models_dir": str(self.models_dir),
+            "max_tokens": self.max_tokens,
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+        }
 
     @classmethod
-    def load_state(cls, state: dict) -> "GemmaEngine":
+    def load_state(cls, state: dict) -> GemmaEngine:
         return cls(**state)

@@ -27,6 +27,7 @@ class FakeOpenAI(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.script: list[tuple[int, float]] = []
         self.requests: list[dict] = []
+        self.content = ANSWER
         self.released = threading.Event()  # cuts a slow reply short at teardown
 
     @property
@@ -47,14 +48,27 @@ class _Handler(BaseHTTPRequestHandler):
             server.released.wait(delay)
         if status == 200:
             reply = {
-                "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": ANSWER}}],
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": server.content},
+                    }
+                ],
                 "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
             }
         else:
             # A careless provider echoing the credential back: the error must not repeat it.
-            reply = {"error": {"message": f"failed for {self.headers.get('Authorization')}", "type": "server_error"}}
+            reply = {
+                "error": {
+                    "message": f"failed for {self.headers.get('Authorization')}",
+                    "type": "server_error",
+                }
+            }
         data = json.dumps(reply).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -89,7 +103,9 @@ def offline(monkeypatch):
 
 
 def hosted(tmp_path, **changes) -> Settings:
-    return Settings(**{"data_dir": tmp_path, "lm": "openai/fake-model", "lm_retries": 2, "lm_timeout": 5.0, **changes})
+    return Settings(
+        **{"data_dir": tmp_path, "lm": "openai/fake-model", "lm_retries": 2, "lm_timeout": 5.0, **changes}
+    )
 
 
 def ask(lm) -> dspy.Prediction:
@@ -98,8 +114,10 @@ def ask(lm) -> dspy.Prediction:
 
 
 def test_predict_returns_the_servers_answer(server, tmp_path):
-    assert ask(make_lm(hosted(tmp_path), api_base=server.api_base)).answer == "Paris"
+    lm = make_lm(hosted(tmp_path), api_base=server.api_base)
+    assert ask(lm).answer == "Paris"
     assert server.requests[0]["model"] == "fake-model"
+    assert lm.history[-1]["usage"]["completion_tokens"] == 5
 
 
 def test_max_tokens_cap_reaches_the_server(server, tmp_path):
@@ -136,6 +154,12 @@ def test_api_key_never_appears_in_agent_error(server, tmp_path):
     assert "failed for Bearer" in str(caught.value)  # the provider's message is kept...
     assert API_KEY not in str(caught.value)  # ...without the key it echoed
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_unparseable_reply_becomes_agent_error(server, tmp_path):
+    server.content = "I would rather not say."
+    with pytest.raises(AgentError, match=r"openai/fake-model replied without the expected fields \(answer\)"):
+        ask(make_lm(hosted(tmp_path), api_base=server.api_base))
 
 
 def test_configure_cache_answers_repeats_from_the_project_dir(server, tmp_path):

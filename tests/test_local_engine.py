@@ -16,7 +16,7 @@ from programs.local_engine import LOCAL_MODEL, gemma_prompt
 
 needs_llama = pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None,
-    reason="llama-cpp-python is not installed (it compiles from source: see DESIGN.md)",
+    reason="llama-cpp-python is not installed (it has no wheel here and compiles from source, ~11 min)",
 )
 
 
