@@ -15,13 +15,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bookrag.config import PROJECT_ROOT, Settings  # noqa: E402
-from bookrag.questions import load_questions  # noqa: E402
-from programs.book_rag import BookRAG  # noqa: E402
-from programs.calibration import calibrate_gate, gate_examples  # noqa: E402
-from programs.refusal_gate import RefusalGate  # noqa: E402
-from programs.reports import program_report  # noqa: E402
-from retrievers import BookIndex  # noqa: E402
+from bookrag.config import PROJECT_ROOT, Settings
+from bookrag.questions import load_questions
+from programs.book_rag import BookRAG
+from programs.calibration import calibrate_gate, gate_examples
+from programs.refusal_gate import RefusalGate
+from programs.reports import program_report
+from retrievers import BookIndex
 
 
 def single_cut_gate(features, labels) -> RefusalGate:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bookrag.config import PROJECT_ROOT, Settings  # noqa: E402
-from bookrag.questions import load_questions  # noqa: E402
-from programs.reports import percentile, retrieval_questions, retrieval_report  # noqa: E402
-from retrievers import BookIndex  # noqa: E402
+from bookrag.config import PROJECT_ROOT, Settings
+from bookrag.questions import load_questions
+from programs.reports import percentile, retrieval_questions, retrieval_report
+from retrievers import BookIndex
 
 
 def main() -> None:

@@ -48,4 +48,4 @@ def run(main) -> None:
     sys.exit(code or 0)
 
 
-__all__ = ["ArgumentParser", "ConfigError", "run", "setup_logging", "load_settings"]
+__all__ = ["ArgumentParser", "ConfigError", "load_settings", "run", "setup_logging"]

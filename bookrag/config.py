@@ -81,7 +81,7 @@ class Settings:
     artifacts_dir: Path = PROJECT_ROOT / "artifacts"
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, dotenv: Path | None = None) -> "Settings":
+    def from_env(cls, environ: dict[str, str] | None = None, dotenv: Path | None = None) -> Settings:
         """Read BOOKRAG_*, COHERE_*, QDRANT_* variables; `.env` fills what the environment lacks."""
         env = dict(os.environ if environ is None else environ)
         dotenv = dotenv if dotenv is not None else (Path.cwd() / ".env")
@@ -133,11 +133,11 @@ class Settings:
             values["artifacts_dir"] = Path(v).expanduser()
         return cls(**values).validated()
 
-    def replace(self, **changes) -> "Settings":
+    def replace(self, **changes) -> Settings:
         """A copy with some fields changed (None values are ignored: an unset CLI flag)."""
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None}).validated()
 
-    def validated(self) -> "Settings":
+    def validated(self) -> Settings:
         if self.embedder not in ("auto", "local", "cohere"):
             raise ConfigError(f"BOOKRAG_EMBEDDER must be auto, local or cohere, got {self.embedder!r}")
         if self.embedder == "cohere" and not self.cohere_api_key:

@@ -6,13 +6,7 @@ import re
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.\-/]*[a-z0-9]|[a-z0-9]")
 STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before being below between
-    both but by can could did do does doing down during each explain few for from further had has have having he
-    her here hers him his how i if in into is it its itself just me more most my no nor not now of off on once
-    only or other our out over own same she should so some such than that the their them then there these they
-    this those through to too under until up use used uses using very was way we were what when where which
-    while who whom why will with would you your yours tell describe mean means give list name kind type role
-    happen happens work works get called book chapter section""".split()
+    ["a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "explain", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "use", "used", "uses", "using", "very", "was", "way", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "tell", "describe", "mean", "means", "give", "list", "name", "kind", "type", "role", "happen", "happens", "work", "works", "get", "called", "book", "chapter", "section"]
 )
 
 

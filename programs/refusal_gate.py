@@ -85,7 +85,7 @@ class RefusalGate(Parameter):
         return p >= self.threshold, p, features
 
     def fit(self, features: list[dict[str, float]], answerable: list[bool], l2: float = 0.1,
-            max_false_refusal: float = 0.15) -> "RefusalGate":
+            max_false_refusal: float = 0.15) -> RefusalGate:
         """Logistic regression (standardized features, L2), then the probability cut that maximizes balanced
         refusal accuracy with at most `max_false_refusal` of answerable questions refused, on these examples."""
         X = np.array([[f[name] for name in FEATURES] for f in features], dtype=float)
@@ -125,7 +125,7 @@ class RefusalGate(Parameter):
             "threshold": self.threshold, "high_confidence": self.high_confidence, "calibrated": self.calibrated,
         }
 
-    def load_state(self, state: dict) -> "RefusalGate":
+    def load_state(self, state: dict) -> RefusalGate:
         try:
             weights = {k: float(v) for k, v in state["weights"].items()}
             if not set(weights) <= set(FEATURES):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bookrag.config import Settings
 from retrievers.embedder import Embedder, make_embedder
-from retrievers.indexer import IngestReport, Indexer, collection_name
+from retrievers.indexer import Indexer, IngestReport, collection_name
 from retrievers.retriever import QdrantRetriever
 from retrievers.store import VectorStore, open_store
 
@@ -42,7 +42,7 @@ class BookIndex:
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> "BookIndex":
+    def __enter__(self) -> BookIndex:
         return self
 
     def __exit__(self, *exc) -> None:

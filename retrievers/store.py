@@ -6,8 +6,9 @@ payload indexes on `module` and `source`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal, Protocol
+from typing import Literal, Protocol
 
 from bookrag.config import Settings
 
