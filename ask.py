@@ -1,7 +1,7 @@
 """Ask the book: one question, an interactive chat, or the built-in validation.
 
     python ask.py "What is ROS 2?" [--top-k N] [--module NAME] [--book DIR] [--program ARTIFACT] [--lm MODEL]
-                  [--json] [--verbose]
+                  [--expand none|parts|hyde] [--json] [--verbose]
     python ask.py [--chat]          # multi-turn chat: /reset clears the history, /exit (or Ctrl-D) leaves
     python ask.py --validate        # a small built-in check on the bundled book
 
@@ -25,7 +25,7 @@ from bookrag.cli import (
     run,
     setup_logging,
 )
-from bookrag.config import BUNDLED_BOOK
+from bookrag.config import BUNDLED_BOOK, EXPAND_MODES
 from bookrag.errors import BookragError
 
 # The seed's contract for the bundled book: (question, a fact the answer must contain), or None = must refuse.
@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
     parser.add_argument("--program", type=Path, help="compiled program folder (default: artifacts/<book>/ if any)")
     parser.add_argument("--lm", help="language model: local, or a LiteLLM string like openai/gpt-4o-mini")
+    parser.add_argument("--expand", choices=EXPAND_MODES,
+                        help="query expansion: parts = also search each part of a multi-part question, hyde = also "
+                             "search with an LM-written hypothetical answer (default: BOOKRAG_EXPAND or none)")
     parser.add_argument("--json", action="store_true", help="print the response as JSON on stdout, nothing else")
     parser.add_argument("--verbose", "-v", action="store_true", help="chunk ids, scores, gate, timings, tokens")
     parser.add_argument("--chat", action="store_true", help="interactive multi-turn chat")
@@ -79,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     from programs.artifact import open_program
 
     book = BUNDLED_BOOK if args.validate else args.book
-    settings = load_settings(book_dir=book, lm=args.lm, top_k=args.top_k)
+    settings = load_settings(book_dir=book, lm=args.lm, top_k=args.top_k, expand=args.expand)
     program = open_program(settings, book_dir=settings.book_dir, artifact=args.program, announce=notice)
+    program.set_expansion(settings.expand)  # open_program builds the program without it
     if args.validate:
         return validate(program, args)
     if args.question and not args.chat:

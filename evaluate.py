@@ -1,53 +1,226 @@
-"""Accuracy reports for bookrag.
+"""Accuracy reports for bookrag: a program (compiled, zero-shot or the seed-style baseline) over labeled questions.
 
-    python evaluate.py --retrieval-only --book BOOK_DIR --questions FILE [--k 5] [--mode hybrid] [--json]
+    python evaluate.py [--program artifacts/<name> | --zero-shot | --baseline | --compare A B]
+                       [--questions FILE] [--book DIR] [--split test] [--min-accuracy 0.8] [--json] [--out DIR]
+                       [--lm MODEL] [--semantic-f1]
+    python evaluate.py --retrieval-only [--book DIR] [--questions FILE] [--k 5] [--mode hybrid] [--mmr] [--json]
 
-Exit codes: 0 ok, 2 configuration error, 3 store/embedding error, 4 bad arguments or question file.
+Writes report.json, predictions.csv and PNG plots to --out (default reports/<book>-<split>/).
+Exit codes: 0 ok, 2 configuration or artifact error, 3 store/embedding/LM error, 4 bad arguments or question file,
+5 combined score below --min-accuracy.
 """
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before dspy/litellm load: no cost-map download
+
 import json
+import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
-from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
-from bookrag.config import BUNDLED_QUESTIONS
+from bookrag.cli import EXIT_BELOW_GATE, EXIT_OK, ArgumentParser, load_settings, run, setup_logging
+from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+
+ZERO_SHOT, BASELINE = "zero-shot", "baseline"
+SUMMARY_KEYS = ("n", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity",
+                "gold_citation_rate", "recall_at_k", "latency_p50_ms", "latency_p95_ms", "combined",
+                "key_facts_in_answers", "citation_precision", "citation_recall", "tokens_per_question",
+                "n_answerable", "n_must_refuse", "semantic_f1", "per_category")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(description="Evaluate bookrag on a labeled question set.")
-    parser.add_argument("--retrieval-only", action="store_true", help="evaluate the retriever alone")
+    parser = ArgumentParser(
+        description="Evaluate bookrag on a labeled question set.",
+        epilog="Programs: an artifact folder, `zero-shot` (uncompiled) or `baseline` (dense-only top-5, fixed 0.70 "
+               "cosine cut, uncompiled prompt). Without a program flag: artifacts/<book>/ if compiled, else zero-shot.",
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--program", type=Path, metavar="ARTIFACT", help="a compiled program folder")
+    which.add_argument("--zero-shot", action="store_true", help="the uncompiled program")
+    which.add_argument("--baseline", action="store_true", help="the seed-style baseline")
+    which.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                       help="two programs (artifact folder, zero-shot or baseline) on the same questions; B is the "
+                            "candidate that --min-accuracy gates")
+    which.add_argument("--retrieval-only", action="store_true", help="evaluate the retriever alone")
     parser.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
     parser.add_argument("--questions", type=Path, default=BUNDLED_QUESTIONS, help="CSV or JSONL question file")
-    parser.add_argument("--split", default="all", help="train, dev, test or all (default all)")
-    parser.add_argument("--k", type=int, default=5, help="passages retrieved per question (default 5)")
-    parser.add_argument("--mode", choices=("dense", "sparse", "hybrid"), default="hybrid")
-    parser.add_argument("--mmr", action="store_true", help="diversify passages with MMR")
+    parser.add_argument("--split", choices=("train", "dev", "test", "all"),
+                        help="questions to use (default: test; all with --retrieval-only)")
+    parser.add_argument("--min-accuracy", type=float, metavar="X",
+                        help="exit 5 when the combined score (0..1) of the evaluated program, with --compare of B, "
+                             "is below X")
+    parser.add_argument("--out", type=Path, help="report folder (default: reports/<book>-<split>/)")
+    parser.add_argument("--lm", help="language model: local, or a LiteLLM string like openai/gpt-4o-mini")
+    parser.add_argument("--semantic-f1", action="store_true",
+                        help="also score answers with LM-judged semantic F1 (needs a hosted --lm)")
+    parser.add_argument("--k", type=int, help="--retrieval-only: passages retrieved per question (default 5)")
+    parser.add_argument("--mode", choices=("dense", "sparse", "hybrid"),
+                        help="--retrieval-only: search mode (default hybrid)")
+    parser.add_argument("--mmr", action="store_true", help="--retrieval-only: diversify passages with MMR")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout and nothing else")
     parser.add_argument("--verbose", "-v", action="store_true")
     args = parser.parse_args(argv)
-    setup_logging(args.verbose)
-    if not args.retrieval_only:
-        parser.error("only --retrieval-only is available so far")
-    if args.k < 1:
+    if args.k is not None and args.k < 1:
         parser.error("--k must be at least 1")
+    if not args.retrieval_only and (args.k is not None or args.mode or args.mmr):
+        parser.error("--k, --mode and --mmr apply to --retrieval-only; a program uses its own retrieval settings")
+    if args.book is not None and not args.book.is_dir():
+        parser.error(f"--book {args.book} is not a folder")
+    specs = [] if args.retrieval_only else program_specs(args)
+    for spec in specs:
+        if spec not in (ZERO_SHOT, BASELINE) and not Path(spec).is_dir():
+            parser.error(f"program {spec} is not an artifact folder (nor zero-shot or baseline)")
+    if args.compare and args.compare[0] == args.compare[1]:
+        parser.error("--compare needs two different programs")
+    setup_logging(args.verbose)
+    settings = load_settings(book_dir=args.book, lm=args.lm)
+    if args.semantic_f1 and settings.lm == "local":
+        parser.error("--semantic-f1 needs a hosted LM judge (--lm openai/gpt-4o-mini or BOOKRAG_LM); "
+                     "the local 270M model cannot judge answers")
+    if args.retrieval_only:
+        return evaluate_retrieval(args, settings)
+    return evaluate_programs(args, settings, specs)
 
+
+def program_specs(args) -> list[str]:
+    if args.compare:
+        return list(args.compare)
+    if args.zero_shot:
+        return [ZERO_SHOT]
+    if args.baseline:
+        return [BASELINE]
+    if args.program:
+        return [str(args.program)]
+    return []  # the default, resolved once the settings are known
+
+
+def evaluate_programs(args, settings, specs: list[str]) -> int:
+    from bookrag.errors import DatasetError
+    from bookrag.questions import load_questions
+    from programs.artifact import default_artifact
+    from programs.plots import write_plots
+    from programs.report_files import write_predictions_csv, write_report_json
+    from programs.reports import program_report
+    from retrievers import BookIndex
+
+    split = args.split or "test"
+    questions = load_questions(args.questions, split=split)  # a bad file fails before the index is touched
+    if not questions:
+        raise DatasetError(f"{args.questions} has no {split} questions")
+    specs = specs or [str(default_artifact(settings, settings.book_dir) or ZERO_SHOT)]
+    progress = False if args.json else None
+    out_dir = args.out or PROJECT_ROOT / "reports" / f"{book_name(settings.book_dir)}-{split}"
+    # One BookIndex for every program: the embedded store admits one opener per process.
+    with BookIndex(settings) as index:
+        index.ingest(progress=progress)  # incremental: a no-op when the book is unchanged
+        programs = {spec: build_program(spec, index, settings) for spec in specs}
+        index.retriever.search(questions[0].question, k=1)  # load the embedding model before anything is timed
+        judge = next(iter(programs.values())).lm if args.semantic_f1 else None
+        reports = {name: program_report(program, questions, progress=progress, judge=judge)
+                   for name, program in programs.items()}
+        run_settings = {
+            "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
+            "questions": str(args.questions), "split": split, "programs": list(programs), "lm": settings.lm,
+            "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
+            "min_accuracy": args.min_accuracy, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+    files = [write_report_json(out_dir / "report.json", run_settings, reports),
+             write_predictions_csv(out_dir / "predictions.csv", reports), *write_plots(reports, out_dir)]
+    if args.json:
+        summaries = {name: summary(name, report) for name, report in reports.items()}
+        document = summaries[specs[0]] if len(specs) == 1 else {"programs": summaries}
+        print(json.dumps({**document, "report_dir": str(out_dir)}))
+    else:
+        print_programs(reports, run_settings)
+        print(f"Wrote {', '.join(f.name for f in files)} to {out_dir}")
+    gated = specs[-1]  # the evaluated program; with --compare, B (the candidate)
+    if args.min_accuracy is not None and reports[gated]["combined"] < args.min_accuracy:
+        print(f"{gated}: combined {reports[gated]['combined']:.3f} is below --min-accuracy {args.min_accuracy}",
+              file=sys.stderr)
+        return EXIT_BELOW_GATE
+    return EXIT_OK
+
+
+def build_program(spec: str, index, settings):
+    """A BookRAG on `index`'s retriever: `zero-shot`, `baseline`, or a compiled artifact folder."""
+    from programs.artifact import load_program
+    from programs.baseline import baseline_program
+    from programs.book_rag import BookRAG
+    from programs.language_model import make_lm
+
+    if spec == BASELINE:
+        return baseline_program(index.retriever, lm=make_lm(settings))
+    if spec == ZERO_SHOT:
+        return BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k)
+    return load_program(Path(spec), settings, index=index)
+
+
+def summary(name: str, report: dict) -> dict:
+    """The --json figures of one program (no per-question rows)."""
+    return {"program": name, **{key: report[key] for key in SUMMARY_KEYS if key in report}}
+
+
+def evaluate_retrieval(args, settings) -> int:
     from bookrag.questions import load_questions
     from programs.reports import retrieval_report
     from retrievers import BookIndex
 
-    settings = load_settings(book_dir=args.book)
-    questions = load_questions(args.questions, split=args.split)
+    k, mode = args.k or 5, args.mode or "hybrid"
+    questions = load_questions(args.questions, split=args.split or "all")
     with BookIndex(settings) as index:
         index.ingest(progress=not args.json and None)  # incremental: a no-op when the book is unchanged
-        report = retrieval_report(index.retriever, questions, k=args.k, mode=args.mode, mmr=args.mmr,
+        report = retrieval_report(index.retriever, questions, k=k, mode=mode, mmr=args.mmr,
                                   progress=not args.json and None)
     report["collection"] = index.collection
     if args.json:
         print(json.dumps(report))
     else:
         print_retrieval(report)
-    return 0
+    return EXIT_OK
+
+
+ROWS = (  # (label, report key, format)
+    ("combined score", "combined", "{:.3f}"),
+    ("answer accuracy (answerable)", "answer_accuracy", "{:.3f}"),
+    ("refusal recall (must refuse)", "refusal_recall", "{:.3f}"),
+    ("false refusal rate", "false_refusal_rate", "{:.3f}"),
+    ("citation validity", "citation_validity", "{:.3f}"),
+    ("gold citation rate", "gold_citation_rate", "{:.3f}"),
+    ("retrieval recall@k", "recall_at_k", "{:.3f}"),
+    ("semantic F1", "semantic_f1", "{:.3f}"),
+    ("latency p50 / ms", "latency_p50_ms", "{:.1f}"),
+    ("latency p95 / ms", "latency_p95_ms", "{:.1f}"),
+    ("tokens per question", "tokens_per_question", "{:.0f}"),
+)
+
+
+def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    first = next(iter(reports.values()))
+    overall = Table(title=f"{run_settings['collection']} — {run_settings['split']} split, n={first['n']} "
+                          f"({first['n_answerable']} answerable, {first['n_must_refuse']} must refuse)")
+    overall.add_column("metric")
+    for name in reports:
+        overall.add_column(name, justify="right")
+    for label, key, fmt in ROWS:
+        if key in first:
+            overall.add_row(label, *(fmt.format(r[key]) for r in reports.values()))
+    per_category = Table(title="Per category: share passed (answered with every key fact, or refused)")
+    per_category.add_column("category")
+    per_category.add_column("n", justify="right")
+    for name in reports:
+        per_category.add_column(name, justify="right")
+    for category, row in first["per_category"].items():
+        per_category.add_row(category, str(row["n"]),
+                             *(f"{r['per_category'][category]['accuracy']:.2f}" for r in reports.values()))
+    console = Console()
+    console.print(overall)
+    console.print(per_category)
 
 
 def print_retrieval(report: dict) -> None:

@@ -6,8 +6,10 @@ Every knob a user can turn is a field here; the CLIs only override fields from f
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +22,9 @@ REFUSAL_MESSAGE = "I couldn't find information about that in the book."
 SELECTION_REFUSAL_MESSAGE = (
     "I can only answer based on the selected text, and the answer is not present there."
 )
+EXPAND_MODES = ("none", "parts", "hyde")
+
+log = logging.getLogger(__name__)
 
 
 class Secret:
@@ -48,12 +53,35 @@ class Secret:
         return hash(self._value)
 
 
-# (variable, field, parser) — the configuration table in the README lists the same variables.
+def export_dotenv(path: Path, environ: MutableMapping[str, str] = os.environ) -> list[str]:
+    """Copy a `.env` file's variables into the process environment where they are not set already.
+
+    Provider keys (OPENAI_API_KEY, GEMINI_API_KEY, ...) must be in `os.environ`: that is where DSPy and LiteLLM
+    look. The environment wins over the file. Returns the names exported; values are never logged.
+    """
+    from dotenv import dotenv_values
+
+    missing = {key: value for key, value in dotenv_values(path).items() if value is not None and key not in environ}
+    environ.update(missing)
+    if missing:
+        log.debug("exported from %s: %s", path, ", ".join(missing))
+    return list(missing)
+
+
+# The README's configuration table lists the same variables. Parse errors show the value: none of the numbers
+# is a secret. Ranges are checked in `Settings.validated`, for values from flags too.
 def _int(name: str, raw: str) -> int:
     try:
         return int(raw)
     except ValueError:
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+
+
+def _seconds(name: str, raw: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
 
 
 @dataclass(frozen=True)
@@ -77,20 +105,26 @@ class Settings:
     lm_max_tokens: int = 256
     lm_timeout: float = 60.0
     lm_retries: int = 3
+    lm_api_base: str | None = None  # an OpenAI-compatible server for the hosted model
+    # llama.cpp threads for the local model: 2 is fastest on an idle 2-core machine, but its threads spin-wait
+    # on each other, so next to another busy process 1 thread decodes several times faster (local_engine.py).
+    lm_threads: int = 2
+    expand: str = "none"  # query expansion: none | parts | hyde (programs/query_expansion.py, programs/hyde.py)
     dspy_cache_dir: Path | None = None  # default: <data_dir>/dspy-cache
     artifacts_dir: Path = PROJECT_ROOT / "artifacts"
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, dotenv: Path | None = None) -> Settings:
-        """Read BOOKRAG_*, COHERE_*, QDRANT_* variables; `.env` fills what the environment lacks."""
-        env = dict(os.environ if environ is None else environ)
-        dotenv = dotenv if dotenv is not None else (Path.cwd() / ".env")
-        if environ is None and dotenv.is_file():
-            from dotenv import dotenv_values
+        """Read BOOKRAG_*, COHERE_*, QDRANT_* variables from `environ`, by default the process environment.
 
-            for key, value in dotenv_values(dotenv).items():
-                if value is not None:
-                    env.setdefault(key, value)
+        Reading the process environment first exports `.env` (default: in the working directory) into it, where
+        unset: the provider keys it holds must reach os.environ for DSPy. An explicit `environ` is read as is.
+        """
+        if environ is None:
+            dotenv = dotenv if dotenv is not None else (Path.cwd() / ".env")
+            if dotenv.is_file():
+                export_dotenv(dotenv)
+        env = dict(os.environ if environ is None else environ)
 
         def get(name: str) -> str | None:
             value = env.get(name)
@@ -127,6 +161,16 @@ class Settings:
             values["lm"] = v
         if v := get("BOOKRAG_LM_MAX_TOKENS"):
             values["lm_max_tokens"] = _int("BOOKRAG_LM_MAX_TOKENS", v)
+        if v := get("BOOKRAG_LM_TIMEOUT"):
+            values["lm_timeout"] = _seconds("BOOKRAG_LM_TIMEOUT", v)
+        if v := get("BOOKRAG_LM_RETRIES"):
+            values["lm_retries"] = _int("BOOKRAG_LM_RETRIES", v)
+        if v := get("BOOKRAG_LM_API_BASE"):
+            values["lm_api_base"] = v.rstrip("/")
+        if v := get("BOOKRAG_LM_THREADS"):
+            values["lm_threads"] = _int("BOOKRAG_LM_THREADS", v)
+        if v := get("BOOKRAG_EXPAND"):
+            values["expand"] = v.lower()
         if v := get("BOOKRAG_DSPY_CACHE_DIR"):
             values["dspy_cache_dir"] = Path(v).expanduser()
         if v := get("BOOKRAG_ARTIFACTS_DIR"):
@@ -148,6 +192,19 @@ class Settings:
             raise ConfigError("BOOKRAG_CHUNK_OVERLAP must be >= 0 and smaller than BOOKRAG_CHUNK_TOKENS")
         if self.top_k < 1:
             raise ConfigError(f"BOOKRAG_TOP_K must be at least 1, got {self.top_k}")
+        if self.lm_max_tokens < 1:
+            raise ConfigError(f"BOOKRAG_LM_MAX_TOKENS must be at least 1, got {self.lm_max_tokens}")
+        if not self.lm_timeout > 0:
+            raise ConfigError(f"BOOKRAG_LM_TIMEOUT must be more than 0 seconds, got {self.lm_timeout}")
+        if self.lm_retries < 0:
+            raise ConfigError(f"BOOKRAG_LM_RETRIES must be 0 or more, got {self.lm_retries}")
+        if self.lm_threads < 1:
+            raise ConfigError(f"BOOKRAG_LM_THREADS must be at least 1, got {self.lm_threads}")
+        # Not echoed: a base URL may carry credentials (https://user:password@host/v1).
+        if self.lm_api_base and not re.match(r"https?://[^/\s]+", self.lm_api_base):
+            raise ConfigError("BOOKRAG_LM_API_BASE must be an http:// or https:// URL")
+        if self.expand not in EXPAND_MODES:
+            raise ConfigError(f"BOOKRAG_EXPAND must be {', '.join(EXPAND_MODES)}, got {self.expand!r}")
         return self
 
     @property

@@ -40,6 +40,16 @@ class Question:
             return f"{self.history[-1]['question']} {self.question}"
         return self.question
 
+    def to_example(self):
+        """A `dspy.Example` whose inputs are what `BookRAG.forward` takes; the labels ride along for metrics."""
+        import dspy
+
+        return dspy.Example(
+            id=self.id, question=self.question, history=self.history, selected_text=self.selected_text,
+            answerable=self.answerable, key_facts=self.key_facts, gold_sources=self.gold_sources,
+            reference_answer=self.reference_answer, category=self.category,
+        ).with_inputs("question", "history", "selected_text")
+
 
 def seeded_split(question_id: str) -> str:
     """50% train, 20% dev, 30% test by a seeded hash of the id: stable across runs and machines."""

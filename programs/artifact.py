@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import uuid
 from pathlib import Path
 
-from bookrag.config import Settings
+from bookrag.config import PROJECT_ROOT, Settings
 from bookrag.errors import ArtifactError
+
+log = logging.getLogger(__name__)
 
 PROGRAM_FILE, MANIFEST_FILE = "program.json", "manifest.json"
 MANIFEST_KEYS = ("bookrag_version", "dspy_version", "lm", "embedder", "collection", "book", "index_fingerprint")
@@ -39,6 +42,8 @@ def read_manifest(artifact_dir: Path) -> dict:
     artifact_dir = Path(artifact_dir)
     path = artifact_dir / MANIFEST_FILE
     if not artifact_dir.is_dir():
+        _restore_previous(artifact_dir)
+    if not artifact_dir.is_dir():
         raise ArtifactError(f"no compiled program at {artifact_dir}: run `python optimize.py` or check --program")
     try:
         manifest = json.loads(path.read_text())
@@ -52,9 +57,21 @@ def read_manifest(artifact_dir: Path) -> dict:
     return manifest
 
 
+def _restore_previous(artifact_dir: Path) -> None:
+    """A write killed between its two renames leaves only `.<name>.old-*`: put the previous artifact back."""
+    previous = sorted(artifact_dir.parent.glob(f".{artifact_dir.name}.old-*"), key=lambda p: p.stat().st_mtime)
+    if previous:
+        os.replace(previous[-1], artifact_dir)
+        log.warning("restored %s from an interrupted write", artifact_dir)
+
+
 def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, book_dir: Path | None = None,
-                 lm=None):
-    """A compiled BookRAG, ready to `ask()`. Refuses an artifact that does not match the index or LM."""
+                 lm=None, index=None):
+    """A compiled BookRAG, ready to `ask()`. Refuses an artifact that does not match the index or LM.
+
+    `index`: an already open BookIndex to run on (the embedded store admits one opener per process);
+    `lm`: a ready `dspy.LM` instead of the one `settings.lm` names (the LM check is then the caller's).
+    """
     from programs.book_rag import BookRAG
     from programs.language_model import make_lm
     from retrievers import BookIndex
@@ -62,7 +79,12 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     artifact_dir = Path(artifact_dir)
     manifest = read_manifest(artifact_dir)
     settings = settings or Settings.from_env()
-    index = BookIndex(settings, book_dir or Path(manifest["book"]))
+    if lm is None and manifest["lm"] != settings.lm:
+        raise ArtifactError(
+            f"{artifact_dir} was compiled for the LM {manifest['lm']!r} but {settings.lm!r} is configured: "
+            f"set BOOKRAG_LM={manifest['lm']} (or --lm), or recompile with `python optimize.py --lm {settings.lm}`"
+        )
+    index = index or BookIndex(settings, book_dir or PROJECT_ROOT / manifest["book"])
     if index.embedder.name != manifest["embedder"]:
         raise ArtifactError(
             f"{artifact_dir} was compiled with the {manifest['embedder']} embedder but {index.embedder.name} is "
@@ -76,39 +98,49 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     if manifest["collection"] != index.collection:
         raise ArtifactError(f"{artifact_dir} was compiled for collection {manifest['collection']}, not "
                             f"{index.collection}: recompile with `python optimize.py --book {index.book_dir}`")
-    program = BookRAG(index.retriever, lm=lm if lm is not None else make_lm(settings), k=settings.top_k)
+    if manifest["index_fingerprint"] != index.fingerprint():
+        log.warning("%s: the book changed since this program was compiled; recompile with `python optimize.py` "
+                    "for a calibrated refusal gate", artifact_dir)
+    program = BookRAG(index.retriever, lm=lm if lm is not None else make_lm(settings), k=settings.top_k,
+                      answer_mode=manifest.get("answer_mode", "auto"))
     try:
         program.load(str(artifact_dir / PROGRAM_FILE))  # JSON state; DSPy refuses pickles unless allowed
     except FileNotFoundError:
         raise ArtifactError(f"{artifact_dir / PROGRAM_FILE} is missing; recompile with `python optimize.py`") from None
     except Exception as exc:  # noqa: BLE001 - JSON errors, wrong keys, bad gate state: all mean "corrupt"
-        raise ArtifactError(f"{artifact_dir / PROGRAM_FILE} is corrupt or hand-edited ({exc}); recompile") from None
+        raise ArtifactError(f"{artifact_dir / PROGRAM_FILE} is corrupt, hand-edited or from another bookrag "
+                            f"version ({exc}); recompile with `python optimize.py`") from None
     program.manifest = manifest
     program.index = index
     return program
 
 
-def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: Path | None = None,
-                 progress: bool | None = None, announce=print):
-    """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if compiled; else the zero-shot program.
-    The zero-shot path indexes the book first if its collection is missing, and says so."""
+def default_artifact(settings: Settings, book_dir: Path) -> Path | None:
+    """`artifacts/<book>/` when a program has been compiled for this book, else None."""
     from bookrag.config import book_name
+
+    default = settings.artifacts_dir / book_name(book_dir)
+    return default if (default / MANIFEST_FILE).is_file() else None
+
+
+def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: Path | None = None,
+                 zero_shot: bool = False, progress: bool | None = None, announce=print):
+    """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if compiled (unless `zero_shot`); else the
+    zero-shot program. Indexes the book first if its collection is missing, and says so."""
     from programs.book_rag import BookRAG
     from programs.language_model import make_lm
     from retrievers import BookIndex
 
     book_dir = Path(book_dir or settings.book_dir)
-    default = settings.artifacts_dir / book_name(book_dir)
-    if artifact is None and (default / MANIFEST_FILE).is_file():
-        artifact = default
+    if artifact is None and not zero_shot:
+        artifact = default_artifact(settings, book_dir)
     index = BookIndex(settings, book_dir)
     if not index.is_ready():
         announce(f"Indexing {book_dir} into {index.collection} (first run) ...")
         report = index.ingest(progress=progress)
         announce(f"Indexed: {report.summary()}")
     if artifact is not None:
-        index.close()  # load_program opens its own (the embedded store admits one opener)
-        return load_program(artifact, settings, book_dir=book_dir)
+        return load_program(artifact, settings, index=index)
     program = BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k)
     program.manifest, program.index = None, index
     return program

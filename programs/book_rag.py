@@ -1,6 +1,7 @@
 """`BookRAG`: retrieve -> gate -> generate (or extract) -> validate, as one DSPy module.
 
-Saved state (`program.save`): the two predictors' instructions and demos, and the refusal gate's calibration.
+Saved state (`program.save`): the two predictors' instructions and demos, and the refusal gate's calibration;
+with query expansion on (`expand="parts"` or `"hyde"`), its predictor too.
 """
 
 from __future__ import annotations
@@ -8,13 +9,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextlib import contextmanager, nullcontext
 
 import dspy
 
-from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE
+from bookrag.config import EXPAND_MODES, REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE
 from programs.answer_with_citations import AnswerWithCitations
 from programs.extractive_answer import ExtractiveAnswer
+from programs.hyde import HyDE
 from programs.language_model import lm_errors, lm_mode
+from programs.query_expansion import QuestionParts, interleave
 from programs.refusal_gate import RefusalGate
 from programs.response import Citation, Response
 from programs.rewrite_query import RewriteQuery
@@ -27,7 +31,7 @@ MIN_SELECTION_COVERAGE = 0.5  # share of the question's content words the select
 
 class BookRAG(dspy.Module):
     def __init__(self, retriever=None, lm: dspy.LM | None = None, k: int = 5, search_mode: str = "hybrid",
-                 answer_mode: str = "auto"):
+                 answer_mode: str = "auto", expand: str = "none"):
         super().__init__()
         self.rewrite = dspy.Predict(RewriteQuery)
         self.generate = dspy.ChainOfThought(AnswerWithCitations)
@@ -38,6 +42,17 @@ class BookRAG(dspy.Module):
         if answer_mode not in ("auto", "generated", "extractive"):
             raise ValueError(f"answer_mode must be auto, generated or extractive, got {answer_mode!r}")
         self.answer_mode = answer_mode
+        self.set_expansion(expand)
+
+    def set_expansion(self, expand: str) -> None:
+        """Query expansion: `none`, `parts` (search for each part of a multi-part question too) or `hyde` (search
+        with an LM-written hypothetical answer passage too). Measured before made default: see README."""
+        if expand not in EXPAND_MODES:
+            raise ValueError(f"expand must be one of {', '.join(EXPAND_MODES)}, got {expand!r}")
+        self.expand = expand
+        # Only an expansion in use is a submodule: the saved state of `none` programs stays as it was.
+        expander = {"none": None, "parts": QuestionParts, "hyde": HyDE}[expand]
+        self.expander = expander() if expander else None
 
     @property
     def generates(self) -> bool:
@@ -52,7 +67,7 @@ class BookRAG(dspy.Module):
             return self.answer_from_selection(question, selected_text, history)
         started = time.perf_counter()
         query = self.standalone_query(question, history)
-        passages = self.retriever.search(query, k=k or self.k, module=module, mode=self.search_mode)
+        passages = self.retrieve(query, k=k or self.k, module=module)
         retrieved = time.perf_counter()
         answerable, probability, _ = self.gate(query, passages)
         gate = {"probability": round(probability, 4), "threshold": self.gate.threshold, "answerable": answerable,
@@ -78,6 +93,15 @@ class BookRAG(dspy.Module):
         return dspy.Prediction(answer=answer, citations=citations, passages=passages, is_refusal=False,
                                refusal_reason=None, confidence=confidence, mode=mode, query=query, gate=gate,
                                **timing)
+
+    def retrieve(self, query: str, k: int, module: str | None = None) -> list[Passage]:
+        """The top k passages; with query expansion on, a search for each expanded query, interleaved."""
+        if self.expander is None:
+            return self.retriever.search(query, k=k, module=module, mode=self.search_mode)
+        with self._lm():
+            queries = self.expander(question=query)
+        log.debug("expanded %r into %r", query, queries)
+        return interleave([self.retriever.search(q, k=k, module=module, mode=self.search_mode) for q in queries], k)
 
     def standalone_query(self, question: str, history) -> str:
         """A follow-up rewritten to stand alone: by the compiled predictor with a capable LM, else by reading it
@@ -110,10 +134,12 @@ class BookRAG(dspy.Module):
         return dspy.Prediction(answer=answer, citations=[], passages=[], is_refusal=False, refusal_reason=None,
                                confidence="low", mode=mode, query=question, gate={}, **timing)
 
+    @contextmanager
     def _lm(self):
         """The program's LM for this call only (dspy.context is per-thread; dspy.configure is not)."""
-        context = dspy.context(lm=self.lm) if self.lm is not None else _nothing()
-        return _Both(context, lm_errors())  # entered inside the context: it names self.lm on failure
+        # lm_errors is entered inside the context, so a failure names self.lm.
+        with dspy.context(lm=self.lm) if self.lm is not None else nullcontext(), lm_errors():
+            yield
 
     # -- the seed-001 API ------------------------------------------------------------------------------------
     def ask(self, query: str, *, top_k: int | None = None, module: str | None = None, history=None,
@@ -197,26 +223,3 @@ def _usage(pred) -> dict:
             totals[key] += int(usage.get(key) or 0)
     return totals
 
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _Both:
-    """Enter two context managers as one."""
-
-    def __init__(self, first, second):
-        self.first, self.second = first, second
-
-    def __enter__(self):
-        self.first.__enter__()
-        self.second.__enter__()
-
-    def __exit__(self, *exc):
-        suppressed = self.second.__exit__(*exc)
-        self.first.__exit__(*((None, None, None) if suppressed else exc))
-        return suppressed

@@ -1,7 +1,7 @@
 """One `dspy.LM` for the whole program: the in-process Gemma engine, or any hosted model string.
 
-Typical use: `configure_cache(settings)` once, `lm = make_lm(settings)`, then run the program
-inside `with dspy.context(lm=lm), lm_errors():` so a failing model surfaces as `AgentError`.
+Typical use: `lm = make_lm(settings)` (which also points DSPy's response cache at the project's data folder),
+then run the program inside `with dspy.context(lm=lm), lm_errors():` so a failing model surfaces as `AgentError`.
 """
 
 from __future__ import annotations
@@ -19,17 +19,21 @@ from bookrag.errors import AgentError, ConfigError
 from programs.local_engine import LOCAL_MODEL, GemmaEngine
 
 
-def make_lm(settings: Settings, *, api_base: str | None = None) -> dspy.LM:
+def make_lm(settings: Settings) -> dspy.LM:
     """`settings.lm == "local"` runs Gemma in-process; anything else is a LiteLLM-style model string.
 
-    Hosted keys come from the provider's usual variable (OPENAI_API_KEY, GEMINI_API_KEY, ...).
-    `api_base` points the model at another OpenAI-compatible server.
+    Hosted keys come from the provider's usual variable (OPENAI_API_KEY, GEMINI_API_KEY, ...; `.env` is
+    exported into the environment by `Settings.from_env`). `settings.lm_api_base` points the model at another
+    OpenAI-compatible server. Every program gets its LM here, so this is also where the cache is set up.
     """
+    configure_cache(settings)
     if settings.lm == "local":
-        engine = GemmaEngine(settings.data_dir / "models", max_tokens=settings.lm_max_tokens)
+        engine = GemmaEngine(
+            settings.data_dir / "models", max_tokens=settings.lm_max_tokens, n_threads=settings.lm_threads
+        )
         # In-process failures are not transient: nothing to retry.
         return dspy.LM(LOCAL_MODEL, engine=engine, max_tokens=settings.lm_max_tokens, num_retries=0)
-    connection = {"api_base": api_base} if api_base else {}
+    connection = {"api_base": settings.lm_api_base} if settings.lm_api_base else {}
     try:
         return dspy.LM(
             settings.lm,
@@ -47,7 +51,12 @@ def lm_mode(lm: dspy.LM) -> Literal["local", "hosted"]:
 
 
 def configure_cache(settings: Settings) -> None:
-    """DSPy's response cache on disk under the project's data folder, not in ~/.dspy_cache."""
+    """DSPy's response cache on disk under the project's data folder, not in ~/.dspy_cache.
+
+    Idempotent: a cache already kept in that folder (and its in-memory entries) is left as it is.
+    """
+    if getattr(dspy.cache, "disk_cache_dir", None) == str(settings.dspy_cache):
+        return
     settings.dspy_cache.mkdir(parents=True, exist_ok=True)
     # Restricted unpickling: DSPy stores plain data (and LiteLLM types it trusts), so a
     # tampered cache file cannot run code and nothing is lost.

@@ -69,9 +69,9 @@ class GemmaEngine:
     The model loads on the first call, once; a lock serializes calls because a
     llama.cpp context is not thread-safe (DSPy's Evaluate and optimizers use threads).
 
-    n_threads: on an idle 2-core machine 2 threads decode ~1.7x faster than 1, but
-    llama.cpp's threads spin-wait on each other, so next to another busy process 2
-    threads decode 3-8x slower than 1 (measured): pass n_threads=1 on a shared machine.
+    n_threads (BOOKRAG_LM_THREADS): on an idle 2-core machine 2 threads decode ~1.7x faster
+    than 1, but llama.cpp's threads spin-wait on each other, so next to another busy process
+    2 threads decode 3-8x slower than 1 (measured): use 1 on a shared machine.
     """
 
     def __init__(
@@ -83,6 +83,11 @@ class GemmaEngine:
         self.n_threads = n_threads
         self._llama = None
         self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo):
+        # Optimizers and `Module.load` deep-copy programs; the copies share this one in-process model (the lock
+        # already serializes its calls) instead of failing on llama.cpp's C pointers.
+        return self
 
     def complete(self, request: Request) -> Response:
         if request.tools:

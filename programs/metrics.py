@@ -1,11 +1,20 @@
-"""Metrics over labeled questions: retrieval (recall@k, MRR), answers (key facts), refusals, citations."""
+"""Metrics over labeled questions: retrieval (recall@k, MRR), answers (key facts), refusals, citations.
+
+The per-question functions take `example` (a `dspy.Example` from `Question.to_example()`) and `pred` (the
+`dspy.Prediction` of `BookRAG.forward`), so the same code scores the evaluation report and compiles the program
+(`combined_score` for DSPy optimizers, `feedback_score` for GEPA).
+"""
 
 from __future__ import annotations
 
 import re
 import unicodedata
 
+import dspy
+
 from retrievers.passage import Passage
+
+BOOTSTRAP_PASS = 0.8  # combined_score at or above this makes a bootstrapped trace a demo
 
 _NUMBER_UNIT = re.compile(r"(\d)\s+(?=[a-z%°])")
 _SPACE = re.compile(r"\s+")
@@ -43,3 +52,143 @@ def recall_at_k(passages: list[Passage], gold_sources, k: int) -> float:
 def reciprocal_rank(passages: list[Passage], gold_sources) -> float:
     rank = first_gold_rank(passages, gold_sources)
     return 1.0 / rank if rank else 0.0
+
+
+# -- answers and refusals ----------------------------------------------------------------------------------
+
+
+def answer_correct(example, pred) -> bool:
+    """An answerable question, answered (not refused), with every key fact in the answer."""
+    return bool(example.answerable and not pred.is_refusal and key_fact_recall(example.key_facts, pred.answer) == 1.0)
+
+
+def refusal_correct(example, pred) -> bool:
+    """Must-refuse refused, answerable not refused."""
+    return bool(pred.is_refusal) != bool(example.answerable)
+
+
+def passed(example, pred) -> bool:
+    """The verdict of one question: answered correctly if answerable, refused if not."""
+    return answer_correct(example, pred) if example.answerable else refusal_correct(example, pred)
+
+
+# -- citations ---------------------------------------------------------------------------------------------
+
+
+def cited_numbers(pred) -> list[int]:
+    """The distinct passage numbers the prediction cites, in order (1-based)."""
+    numbers = []
+    for n in pred.citations or ():
+        if n not in numbers:
+            numbers.append(n)
+    return numbers
+
+
+def cited_sources(pred) -> list[str]:
+    """The page paths of the cited passages that were retrieved."""
+    passages = pred.passages or []
+    return [passages[n - 1].source for n in cited_numbers(pred) if _names_passage(n, passages)]
+
+
+def citation_validity(pred) -> float:
+    """Share of cited passage numbers that name a retrieved passage. Nothing cited, or an answer from selected
+    text (no passages: the selection is the only source), counts as 1.0: nothing invalid was cited."""
+    numbers, passages = cited_numbers(pred), pred.passages or []
+    if not numbers or not passages:
+        return 1.0
+    return sum(_names_passage(n, passages) for n in numbers) / len(numbers)
+
+
+def citation_precision(example, pred) -> float:
+    """Share of cited passages that come from a gold source (an unretrieved number counts as wrong).
+    Nothing cited: 1.0 when nothing was to be cited (no gold sources), else 0.0."""
+    numbers, gold = cited_numbers(pred), set(example.gold_sources)
+    if not numbers:
+        return 0.0 if gold else 1.0
+    return sum(source in gold for source in cited_sources(pred)) / len(numbers)
+
+
+def citation_recall(example, pred) -> float:
+    """Share of gold sources cited by at least one passage; 1.0 when the example has no gold sources."""
+    gold = set(example.gold_sources)
+    if not gold:
+        return 1.0
+    return len(gold & set(cited_sources(pred))) / len(gold)
+
+
+def gold_citation_applies(example) -> bool:
+    """Whether citing a gold source can be asked of this question: it has gold sources and goes through
+    retrieval (a selected-text answer cites no page, by design)."""
+    return bool(example.gold_sources) and not example.selected_text
+
+
+def gold_source_cited(example, pred) -> bool:
+    return bool(set(example.gold_sources) & set(cited_sources(pred)))
+
+
+# -- the compile metrics -----------------------------------------------------------------------------------
+
+
+def combined_score(example, pred, trace=None) -> float | bool:
+    """One number in 0..1 per question, the metric optimize.py compiles with.
+
+    Must refuse: 1.0 if refused, else 0.0. Answerable: 0.0 if refused, else 0.6 x key-fact recall + 0.2 x citation
+    validity + 0.2 x (a gold source cited; 1.0 when there is none to cite). When DSPy bootstraps demos (`trace` is
+    not None) it returns a bool instead: score >= 0.8, so only answers with every key fact, or nearly so with
+    valid gold citations, become demos.
+    """
+    score = _score(example, pred)
+    return score >= BOOTSTRAP_PASS if trace is not None else score
+
+
+def feedback_score(gold, pred, trace=None, pred_name=None, pred_trace=None) -> dspy.Prediction:
+    """GEPA's metric: `combined_score` with a sentence per thing that went wrong, for its reflection LM."""
+    problems = []
+    if not gold.answerable:
+        if not pred.is_refusal:
+            problems.append("Answered a must-refuse question: the book does not cover it, so the program should "
+                            "have refused.")
+    elif pred.is_refusal:
+        problems.append("Refused an answerable question: the book covers it"
+                        + (f" in {', '.join(gold.gold_sources)}." if gold.gold_sources else "."))
+    else:
+        missing = [fact for fact in gold.key_facts if not fact_present(fact, pred.answer)]
+        if missing:
+            problems.append(f"The answer misses these key facts: {'; '.join(missing)}.")
+        invalid = [n for n in cited_numbers(pred) if not _names_passage(n, pred.passages or [])]
+        if invalid and pred.passages:
+            problems.append(f"Cited passage(s) {', '.join(map(str, invalid))}, which were not retrieved.")
+        if gold_citation_applies(gold) and not gold_source_cited(gold, pred):
+            problems.append(f"Did not cite a gold source ({', '.join(gold.gold_sources)}).")
+    feedback = " ".join(problems) or "Correct: " + ("refused as it should." if not gold.answerable else
+                                                     "all key facts present, with valid gold citations.")
+    return dspy.Prediction(score=_score(gold, pred), feedback=feedback)
+
+
+def semantic_f1(example, pred, judge: dspy.LM) -> float:
+    """LM-judged semantic F1 of the answer against the reference answer (dspy.evaluate.SemanticF1). Needs a
+    capable hosted judge; the offline 270M model cannot judge."""
+    from dspy.evaluate import SemanticF1
+
+    from programs.language_model import lm_mode
+
+    if lm_mode(judge) != "hosted":
+        raise ValueError(f"semantic F1 needs a hosted judge LM, not {judge.model}")
+    with dspy.context(lm=judge):
+        result = SemanticF1()(dspy.Example(question=example.question, response=example.reference_answer),
+                              dspy.Prediction(response=pred.answer))
+    return float(result.score)
+
+
+def _score(example, pred) -> float:
+    if not example.answerable:
+        return 1.0 if pred.is_refusal else 0.0
+    if pred.is_refusal:
+        return 0.0
+    gold_cited = gold_source_cited(example, pred) if gold_citation_applies(example) else True
+    return (0.6 * key_fact_recall(example.key_facts, pred.answer) + 0.2 * citation_validity(pred)
+            + 0.2 * float(gold_cited))
+
+
+def _names_passage(number, passages) -> bool:
+    return isinstance(number, int) and 1 <= number <= len(passages)

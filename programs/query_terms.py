@@ -5,13 +5,18 @@ from __future__ import annotations
 import re
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.\-/]*[a-z0-9]|[a-z0-9]")
+_PARTS = re.compile(r"[./]+")
+_CASED_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]*[A-Za-z0-9]|[A-Za-z0-9]")
+_SENTENCE_END = ".!?:\"'"
 STOPWORDS = frozenset(
     ["a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "explain", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "use", "used", "uses", "using", "very", "was", "way", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "tell", "describe", "mean", "means", "give", "list", "name", "kind", "type", "role", "happen", "happens", "work", "works", "get", "called", "book", "chapter", "section"]
 )
 
 
 def stem(word: str) -> str:
-    """A deliberately crude stemmer: plural and common verb endings only, so `sensors` meets `sensor`."""
+    """A deliberately crude stemmer: plural and common verb endings only, so `sensors` meets `sensor`; and
+    `best_effort` meets `best-effort`."""
+    word = word.replace("_", "-")
     for suffix in ("ies", "es", "s", "ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
@@ -20,12 +25,31 @@ def stem(word: str) -> str:
 
 def content_terms(text: str) -> list[str]:
     """Stemmed, de-duplicated content words in order of appearance."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
-        if word not in STOPWORDS and (len(word) > 2 or word.isdigit()):
-            seen.setdefault(stem(word), None)
-    return list(seen)
+    return list(dict.fromkeys(stem(w) for w in _WORD.findall(text.lower()) if _is_content(w)))
+
+
+def name_terms(text: str) -> list[str]:
+    """The content words written like names: mixed or upper case (`MuJoCo`, `VRAM`), with a digit or underscore
+    (`VLP-16`, `slam_toolbox`), or capitalized mid-sentence (`Jazzy`). A book that never uses such a word almost
+    never answers the question; a missing common word (`drawbacks`) says much less."""
+    names = []
+    for match in _CASED_WORD.finditer(text):
+        word, before = match.group(), text[: match.start()].rstrip()
+        sentence_start = not before or before[-1] in _SENTENCE_END
+        looks_named = (any(c.isdigit() or c == "_" for c in word) or any(c.isupper() for c in word[1:])
+                       or (word[0].isupper() and not sentence_start))
+        if looks_named and _is_content(word.lower()):
+            names.append(stem(word.lower()))
+    return list(dict.fromkeys(names))
+
+
+def _is_content(word: str) -> bool:
+    return word not in STOPWORDS and (len(word) > 2 or word.isdigit())
 
 
 def term_set(text: str) -> set[str]:
-    return {stem(w) for w in _WORD.findall(text.lower())}
+    """Every stemmed word of a text, and the parts of paths and dotted names (`/kestrel/walk_to` holds
+    `walk_to`), so a question naming the part finds it."""
+    words = _WORD.findall(text.lower())
+    parts = (part for w in words if "/" in w or "." in w for part in _PARTS.split(w))
+    return {stem(w) for w in (*words, *parts) if w}

@@ -13,7 +13,7 @@ import re
 import numpy as np
 from dspy.predict.parameter import Parameter
 
-from programs.query_terms import content_terms, term_set
+from programs.query_terms import content_terms, name_terms, term_set
 from retrievers.passage import Passage
 
 FEATURES = (
@@ -24,6 +24,7 @@ FEATURES = (
     "coverage_top1",  # share of query content words found in the best passage
     "coverage_top3",
     "uncovered_terms",  # how many query content words no passage contains
+    "uncovered_names",  # how many name-like query words (Jazzy, MuJoCo, VLP-16) no passage contains
     "override",  # the question tries to override the instructions
 )
 _OVERRIDE = re.compile(
@@ -35,9 +36,14 @@ _OVERRIDE = re.compile(
 
 
 def gate_features(question: str, passages: list[Passage]) -> dict[str, float]:
-    dense = sorted((p.dense_score or 0.0 for p in passages), reverse=True) or [0.0]
+    # A passage only the sparse branch found has no cosine; it is below every cosine the dense branch
+    # returned, so leaving it out (rather than counting it as 0) keeps `dense_gap` from inflating.
+    dense = sorted((p.dense_score for p in passages if p.dense_score is not None), reverse=True) or [0.0]
     terms = content_terms(question)
-    texts = [term_set(f"{p.title} {p.heading} {p.text}") for p in passages]
+    # Hybrid (RRF) scores often tie and the engine orders ties arbitrarily: break them by cosine, so the
+    # rank-based features depend on the passages found, not on that order.
+    ranked = sorted(passages, key=lambda p: (-p.score, -(p.dense_score or 0.0), p.id))
+    texts = [term_set(f"{p.title} {p.heading} {p.text}") for p in ranked]
     top3 = set().union(*texts[:3]) if texts else set()
 
     def coverage(words: set[str]) -> float:
@@ -52,6 +58,7 @@ def gate_features(question: str, passages: list[Passage]) -> dict[str, float]:
         "coverage_top1": coverage(texts[0]) if texts else 0.0,
         "coverage_top3": coverage(top3),
         "uncovered_terms": float(sum(t not in every for t in terms)),
+        "uncovered_names": float(sum(t not in every for t in name_terms(question))),
         "override": 1.0 if _OVERRIDE.search(question) else 0.0,
     }
 
@@ -71,6 +78,24 @@ class RefusalGate(Parameter):
         self.threshold = 0.5  # refuse below this probability
         self.high_confidence = 0.8  # "high" confidence at or above this probability
         self.calibrated = False
+
+    @classmethod
+    def cosine_cut(cls, threshold: float) -> RefusalGate:
+        """The single-cut baseline: refuse exactly when the best cosine is below `threshold`."""
+        gate = cls()
+        # A step-like logistic: z = 1e6 * (top_dense - threshold) keeps p >= 0.5 iff top_dense >= threshold.
+        gate.weights, gate.bias = {"top_dense": 1e6}, 0.0
+        gate.mean["top_dense"] = float(threshold)
+        gate.threshold = gate.high_confidence = 0.5
+        gate.calibrated = True
+        return gate
+
+    @classmethod
+    def fit_cosine_cut(cls, features: list[dict[str, float]], answerable: list[bool],
+                       max_false_refusal: float = 0.15) -> RefusalGate:
+        """The single cosine cut chosen on these examples by the same rule as the full gate's probability cut."""
+        cosines = [f["top_dense"] for f in features]
+        return cls.cosine_cut(cls._best_threshold(cosines, answerable, max_false_refusal))
 
     def probability(self, features: dict[str, float]) -> float:
         z = self.bias + sum(
@@ -130,9 +155,13 @@ class RefusalGate(Parameter):
             weights = {k: float(v) for k, v in state["weights"].items()}
             if not set(weights) <= set(FEATURES):
                 raise ValueError(f"unknown features {sorted(set(weights) - set(FEATURES))}")
+            missing = {k for k in weights if k not in state["mean"] or k not in state["scale"]}
+            if missing:
+                raise ValueError(f"no standardization for {sorted(missing)}")
             self.weights = weights
-            self.mean = {k: float(state["mean"][k]) for k in FEATURES}
-            self.scale = {k: float(state["scale"][k]) or 1.0 for k in FEATURES}
+            # A state saved before a feature existed has no entry for it (and no weight on it).
+            self.mean = {k: float(state["mean"].get(k, 0.0)) for k in FEATURES}
+            self.scale = {k: float(state["scale"].get(k, 1.0)) or 1.0 for k in FEATURES}
             self.bias, self.threshold = float(state["bias"]), float(state["threshold"])
             self.high_confidence = float(state["high_confidence"])
             self.calibrated = bool(state["calibrated"])

@@ -5,9 +5,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
+import dspy
+
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
-from programs.metrics import recall_at_k, reciprocal_rank
+from programs import metrics
+from programs.book_rag import _usage
 from retrievers.retriever import QdrantRetriever
 
 
@@ -27,9 +30,9 @@ def retrieval_report(retriever: QdrantRetriever, questions: list[Question], k: i
             started = time.perf_counter()
             passages = retriever.search(q.search_text, k=k, mode=mode, mmr=mmr)
             latencies.append((time.perf_counter() - started) * 1000)
-            hit = recall_at_k(passages, q.gold_sources, k)
+            hit = metrics.recall_at_k(passages, q.gold_sources, k)
             recalls.append(hit)
-            ranks.append(reciprocal_rank(passages, q.gold_sources))
+            ranks.append(metrics.reciprocal_rank(passages, q.gold_sources))
             by_category[q.category or "uncategorized"].append(hit)
             bar.advance()
     n = len(rows)
@@ -54,47 +57,100 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[index]
 
 
-def program_report(program, questions: list[Question], progress: bool | None = None) -> dict:
-    """Answers, refusals and citations of a BookRAG program over labeled questions, with one row each."""
-    from programs.metrics import key_fact_recall
+def program_report(program, questions: list[Question], progress: bool | None = None, judge=None) -> dict:
+    """Run a BookRAG program over labeled questions; score each prediction with programs.metrics and aggregate.
 
+    Rates are in 0..1. `judge`: a hosted dspy.LM for LM-judged semantic F1 on answerable questions (optional).
+    """
     rows = []
     with progress_bar("Questions", len(questions), progress) as bar:
         for q in questions:
-            r = program.ask(q.question, history=list(q.history), selected_text=q.selected_text or None)
-            retrieved = {p["chunk_id"] for p in r.passages}
-            cited_sources = {c.source for c in r.citations}
-            rows.append({
-                "id": q.id, "category": q.category, "answerable": q.answerable, "refused": r.is_refusal,
-                "correct_refusal": r.is_refusal != q.answerable,
-                "key_facts": key_fact_recall(q.key_facts, r.answer) if q.answerable else None,
-                "citations_valid": all(c.chunk_id in retrieved for c in r.citations) or q.selected_text != "",
-                "gold_cited": bool(cited_sources & set(q.gold_sources)) if q.answerable and q.gold_sources else None,
-                "mode": r.mode, "gate_probability": r.gate.get("probability"), "latency_ms": r.total_time_ms,
-                "tokens": sum(r.usage.values()) if r.usage else 0, "answer": r.answer,
-                "citations": [c.source for c in r.citations],
-            })
+            rows.append(question_row(program, q, judge))
             bar.advance()
+    return {**aggregate(rows), "k": program.k, "search_mode": program.search_mode,
+            "gate": program.gate.dump_state(), "rows": rows}
+
+
+def question_row(program, question: Question, judge=None) -> dict:
+    """One question through `program.forward`, with its prediction and every per-question metric."""
+    example = question.to_example()
+    started = time.perf_counter()
+    with dspy.context(track_usage=True):
+        pred = program(**example.inputs())
+    latency_ms = (time.perf_counter() - started) * 1000
+    answerable, refused = question.answerable, bool(pred.is_refusal)
+    dense = [p.dense_score for p in pred.passages if p.dense_score is not None]
+    row = {
+        "id": question.id, "category": question.category or "uncategorized", "question": question.question,
+        "answerable": answerable, "refused": refused, "refusal_reason": pred.refusal_reason, "mode": pred.mode,
+        "answer": pred.answer, "cited_sources": metrics.cited_sources(pred), "gold_sources": list(question.gold_sources),
+        "gate_probability": pred.gate.get("probability"), "gate_threshold": pred.gate.get("threshold"),
+        "top_dense": round(max(dense), 4) if dense else None,
+        "key_fact_recall": metrics.key_fact_recall(question.key_facts, pred.answer) if answerable else None,
+        "answer_correct": metrics.answer_correct(example, pred),
+        "refusal_correct": metrics.refusal_correct(example, pred),
+        "citation_validity": metrics.citation_validity(pred),
+        "citation_precision": metrics.citation_precision(example, pred),
+        "citation_recall": metrics.citation_recall(example, pred),
+        # Gold citation is asked of answered questions only; a refusal is scored by the refusal metrics.
+        "gold_cited": (metrics.gold_source_cited(example, pred)
+                       if answerable and not refused and metrics.gold_citation_applies(example) else None),
+        "gold_retrieved": (metrics.recall_at_k(pred.passages, question.gold_sources, program.k) == 1.0
+                           if retrieval_questions([question]) else None),
+        "combined": metrics.combined_score(example, pred),
+        "passed": metrics.passed(example, pred),
+        "latency_ms": round(latency_ms, 2),
+        "tokens": sum(_usage(pred).values()),
+    }
+    if judge is not None and answerable:
+        row["semantic_f1"] = 0.0 if refused else metrics.semantic_f1(example, pred, judge)
+    return row
+
+
+def aggregate(rows: list[dict]) -> dict:
+    """The report's figures over per-question rows (see README for each definition)."""
     answerable = [r for r in rows if r["answerable"]]
-    refuse = [r for r in rows if not r["answerable"]]
+    must_refuse = [r for r in rows if not r["answerable"]]
     answered = [r for r in answerable if not r["refused"]]
     with_gold = [r for r in answered if r["gold_cited"] is not None]
-
-    def share(items, test) -> float:
-        return sum(1 for r in items if test(r)) / len(items) if items else 0.0
-
+    by_category: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_category[r["category"]].append(r)
+    latencies = [r["latency_ms"] for r in rows]
     report = {
         "n": len(rows),
-        "answer_accuracy": share(answerable, lambda r: not r["refused"] and r["key_facts"] == 1.0),
-        "key_facts_in_answers": share(answered, lambda r: r["key_facts"] == 1.0),
-        "refusal_recall": share(refuse, lambda r: r["refused"]),
-        "false_refusal_rate": share(answerable, lambda r: r["refused"]),
-        "citation_validity": share([r for r in rows if not r["refused"]], lambda r: r["citations_valid"]) or 1.0,
-        "gold_citation_rate": share(with_gold, lambda r: r["gold_cited"]),
-        "latency_p50_ms": percentile([r["latency_ms"] for r in rows], 50),
-        "latency_p95_ms": percentile([r["latency_ms"] for r in rows], 95),
-        "tokens_per_question": sum(r["tokens"] for r in rows) / len(rows) if rows else 0.0,
+        "n_answerable": len(answerable),
+        "n_must_refuse": len(must_refuse),
+        "combined": mean(r["combined"] for r in rows),
+        "answer_accuracy": share(answerable, "answer_correct"),
+        "key_facts_in_answers": mean(r["key_fact_recall"] == 1.0 for r in answered),
+        "refusal_recall": share(must_refuse, "refused"),
+        "false_refusal_rate": share(answerable, "refused"),
+        # Nothing answered means nothing was cited: no invalid citation.
+        "citation_validity": mean((r["citation_validity"] for r in rows if not r["refused"]), empty=1.0),
+        "gold_citation_rate": share(with_gold, "gold_cited"),
+        "citation_precision": mean(r["citation_precision"] for r in with_gold),
+        "citation_recall": mean(r["citation_recall"] for r in with_gold),
+        "recall_at_k": share([r for r in rows if r["gold_retrieved"] is not None], "gold_retrieved"),
+        "latency_p50_ms": percentile(latencies, 50),
+        "latency_p95_ms": percentile(latencies, 95),
+        "tokens_per_question": mean(r["tokens"] for r in rows),
+        "per_category": {
+            category: {"n": len(items), "answerable": sum(r["answerable"] for r in items),
+                       "accuracy": share(items, "passed"), "combined": mean(r["combined"] for r in items)}
+            for category, items in sorted(by_category.items())
+        },
     }
-    report["combined"] = (report["answer_accuracy"] + report["refusal_recall"] + report["citation_validity"]) / 3
-    report["rows"] = rows
+    if any("semantic_f1" in r for r in rows):
+        report["semantic_f1"] = mean(r["semantic_f1"] for r in answerable)
     return report
+
+
+def share(rows: list[dict], key: str) -> float:
+    """Share of rows whose `key` is true (0.0 for no rows)."""
+    return mean(bool(r[key]) for r in rows)
+
+
+def mean(values, empty: float = 0.0) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else empty

@@ -45,7 +45,11 @@ class QdrantRetriever:
         dense = self.embedder.embed_query(query) if (mode != "sparse" or mmr) else None
         sparse = self.sparse.query(query) if mode != "dense" else None
         pool = max(self.candidates, k)
-        queries = [StoreQuery(mode=mode, limit=k, dense=dense, sparse=sparse, module=module, mmr=mmr, candidates=pool)]
+        # Without MMR, ask for the whole pool and cut at k here: equal fused scores (frequent with RRF) then get a
+        # stable order (cosine, then id) instead of whatever order the engine returns ties in.
+        first = k if mmr else pool
+        queries = [StoreQuery(mode=mode, limit=first, dense=dense, sparse=sparse, module=module, mmr=mmr,
+                              candidates=pool)]
         # Hybrid scores are ranks; the raw cosine and BM25 scores come from the two branches, in the same batch.
         if mode == "hybrid" or mmr:
             if dense is not None:
@@ -65,6 +69,8 @@ class QdrantRetriever:
         if mode == "sparse" and not mmr:
             sparse_scores = _scores(ranked)
         passages = [_passage(hit, dense_scores.get(hit.id), sparse_scores.get(hit.id)) for hit in ranked]
+        if not mmr:
+            passages = sorted(passages, key=lambda p: (-p.score, -(p.dense_score or 0.0), p.id))[:k]
         if min_score is not None:
             cut = (lambda p: p.sparse_score) if mode == "sparse" else (lambda p: p.dense_score)
             passages = [p for p in passages if (cut(p) or 0.0) >= min_score]

@@ -220,3 +220,51 @@ def test_validation_set_is_half_answerable_half_must_refuse():
     assert 5 <= sum(f is not None for f in facts) <= 8 and 5 <= sum(f is None for f in facts) <= 8
     book = "\n".join(p.read_text() for p in (ROOT / "datasets" / "humanoid-primer").rglob("*.md*"))
     assert all(f in book for f in facts if f)  # every key fact is verbatim in the bundled book
+
+
+# -- --expand -----------------------------------------------------------------------------------------------------
+
+class ExpandableStub(StubProgram):
+    def __init__(self):
+        super().__init__(lambda q: answer("1.4 m", query=q))
+        self.expansions = []
+
+    def set_expansion(self, expand):
+        self.expansions.append(expand)
+
+
+@pytest.fixture
+def opened(monkeypatch, tmp_path):
+    """ask.main in process, with open_program stubbed: records the settings it got and the expansion set."""
+    monkeypatch.chdir(tmp_path)  # no project .env
+    for name in [k for k in os.environ if k.startswith("BOOKRAG_")]:
+        monkeypatch.delenv(name)
+    calls = {}
+
+    def open_program(settings, **kwargs):
+        calls["settings"], calls["program"] = settings, ExpandableStub()
+        return calls["program"]
+
+    monkeypatch.setattr("programs.artifact.open_program", open_program)
+    return calls
+
+
+@pytest.mark.parametrize("argv, env, expected", [
+    ([], {}, "none"),
+    (["--expand", "parts"], {}, "parts"),
+    ([], {"BOOKRAG_EXPAND": "hyde"}, "hyde"),
+    (["--expand", "none"], {"BOOKRAG_EXPAND": "parts"}, "none"),  # the flag wins over the environment
+])
+def test_expand_flag_and_variable_reach_the_program(opened, monkeypatch, capsys, argv, env, expected):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert ask.main([IN_SCOPE, "--json", *argv]) == 0
+    assert opened["settings"].expand == expected and opened["program"].expansions == [expected]
+    assert one_json_object(capsys.readouterr().out)["answer"] == "1.4 m"
+
+
+def test_unknown_expand_value_exits_4(opened, capsys):
+    with pytest.raises(SystemExit) as caught:
+        ask.main([IN_SCOPE, "--expand", "everything"])
+    assert caught.value.code == 4 and "--expand" in capsys.readouterr().err
+    assert "settings" not in opened

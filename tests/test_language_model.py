@@ -102,10 +102,10 @@ def offline(monkeypatch):
     monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
 
 
-def hosted(tmp_path, **changes) -> Settings:
-    return Settings(
-        **{"data_dir": tmp_path, "lm": "openai/fake-model", "lm_retries": 2, "lm_timeout": 5.0, **changes}
-    )
+def hosted(tmp_path, server=None, **changes) -> Settings:
+    connection = {"lm_api_base": server.api_base} if server else {}
+    return Settings(**{"data_dir": tmp_path, "lm": "openai/fake-model", "lm_retries": 2, "lm_timeout": 5.0,
+                       **connection, **changes})
 
 
 def ask(lm) -> dspy.Prediction:
@@ -114,14 +114,14 @@ def ask(lm) -> dspy.Prediction:
 
 
 def test_predict_returns_the_servers_answer(server, tmp_path):
-    lm = make_lm(hosted(tmp_path), api_base=server.api_base)
+    lm = make_lm(hosted(tmp_path, server))
     assert ask(lm).answer == "Paris"
     assert server.requests[0]["model"] == "fake-model"
     assert lm.history[-1]["usage"]["completion_tokens"] == 5
 
 
 def test_max_tokens_cap_reaches_the_server(server, tmp_path):
-    ask(make_lm(hosted(tmp_path, lm_max_tokens=123), api_base=server.api_base))
+    ask(make_lm(hosted(tmp_path, server, lm_max_tokens=123)))
     body = server.requests[0]
     # DSPy 3.4's native OpenAI route spells the cap max_completion_tokens; LiteLLM spells it max_tokens.
     assert body.get("max_completion_tokens", body.get("max_tokens")) == 123
@@ -129,14 +129,14 @@ def test_max_tokens_cap_reaches_the_server(server, tmp_path):
 
 def test_rate_limit_is_retried(server, tmp_path):
     server.script = [(429, 0.0)]
-    assert ask(make_lm(hosted(tmp_path), api_base=server.api_base)).answer == "Paris"
+    assert ask(make_lm(hosted(tmp_path, server))).answer == "Paris"
     assert len(server.requests) == 2
 
 
 def test_persistent_server_error_becomes_agent_error(server, tmp_path):
     server.script = [(500, 0.0)] * 10
     with pytest.raises(AgentError, match="openai/fake-model") as caught:
-        ask(make_lm(hosted(tmp_path, lm_retries=2), api_base=server.api_base))
+        ask(make_lm(hosted(tmp_path, server, lm_retries=2)))
     assert len(server.requests) == 3  # one call and DSPy's two retries
     assert "500" in str(caught.value)
 
@@ -144,13 +144,13 @@ def test_persistent_server_error_becomes_agent_error(server, tmp_path):
 def test_timeout_becomes_agent_error(server, tmp_path):
     server.script = [(200, 3.0)]
     with pytest.raises(AgentError, match="openai/fake-model"):
-        ask(make_lm(hosted(tmp_path, lm_timeout=0.3, lm_retries=0), api_base=server.api_base))
+        ask(make_lm(hosted(tmp_path, server, lm_timeout=0.3, lm_retries=0)))
 
 
 def test_api_key_never_appears_in_agent_error(server, tmp_path):
     server.script = [(401, 0.0)]
     with pytest.raises(AgentError) as caught:
-        ask(make_lm(hosted(tmp_path), api_base=server.api_base))
+        ask(make_lm(hosted(tmp_path, server)))
     assert "failed for Bearer" in str(caught.value)  # the provider's message is kept...
     assert API_KEY not in str(caught.value)  # ...without the key it echoed
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
@@ -159,17 +159,45 @@ def test_api_key_never_appears_in_agent_error(server, tmp_path):
 def test_unparseable_reply_becomes_agent_error(server, tmp_path):
     server.content = "I would rather not say."
     with pytest.raises(AgentError, match=r"openai/fake-model replied without the expected fields \(answer\)"):
-        ask(make_lm(hosted(tmp_path), api_base=server.api_base))
+        ask(make_lm(hosted(tmp_path, server)))
 
 
 def test_configure_cache_answers_repeats_from_the_project_dir(server, tmp_path):
-    settings = hosted(tmp_path)
+    settings = hosted(tmp_path, server)
     configure_cache(settings)
-    lm = make_lm(settings, api_base=server.api_base)
+    lm = make_lm(settings)
     assert ask(lm).answer == ask(lm).answer == "Paris"
     assert len(server.requests) == 1
     assert dspy.cache.disk_cache_dir == str(tmp_path / "dspy-cache")
     assert any((tmp_path / "dspy-cache").iterdir())
+
+
+def test_make_lm_turns_the_project_cache_on(server, tmp_path):
+    """Every program gets its LM from make_lm (ask.py, load_program): the cache needs no separate call."""
+    lm = make_lm(hosted(tmp_path, server))
+    assert dspy.cache.disk_cache_dir == str(tmp_path / "dspy-cache")
+    assert ask(lm).answer == ask(lm).answer == "Paris"
+    assert len(server.requests) == 1
+
+
+def test_configure_cache_keeps_a_cache_already_in_that_folder(tmp_path):
+    configure_cache(hosted(tmp_path))
+    cache = dspy.cache
+    make_lm(hosted(tmp_path))
+    assert dspy.cache is cache  # its in-memory entries survive a second program
+
+
+def test_api_base_comes_from_settings(server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no project .env
+    monkeypatch.setenv("BOOKRAG_LM_API_BASE", server.api_base)
+    monkeypatch.setenv("BOOKRAG_LM", "openai/fake-model")
+    assert ask(make_lm(Settings.from_env().replace(data_dir=tmp_path))).answer == "Paris"
+    assert server.requests[0]["model"] == "fake-model"
+
+
+def test_local_engine_gets_the_configured_threads(tmp_path):
+    engine = make_lm(Settings(data_dir=tmp_path, lm_threads=1, lm_max_tokens=64)).dump_state()["engine"]["state"]
+    assert engine["n_threads"] == 1 and engine["max_tokens"] == 64
 
 
 def test_lm_mode_tells_local_from_hosted(tmp_path):

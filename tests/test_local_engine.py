@@ -37,9 +37,10 @@ def test_prompt_folds_system_text_into_the_first_user_turn():
 @pytest.mark.slow
 @needs_llama
 def test_real_call_returns_text_within_the_cap_and_reports_usage(monkeypatch, record_property):
-    monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))  # measure the model, not a cache
     # The project's data dir: the .gguf is assembled there once and reused by later runs.
     lm = make_lm(Settings(lm="local", lm_max_tokens=16))
+    # After make_lm, which turns the project's cache on: measure the model, not a cache.
+    monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
 
     start = time.perf_counter()
     [text] = lm("Name a color.")

@@ -1,0 +1,154 @@
+"""Compile the BookRAG program against a labeled question set and write it to `artifacts/<name>/`.
+
+    python optimize.py [--optimizer labeled|bootstrap|random-search|mipro|gepa] [--book DIR] [--questions FILE]
+                       [--lm MODEL] [--teacher-lm MODEL] [--answer-mode auto|generated|extractive]
+                       [--out DIR] [--max-demos N] [--threads N] [--seed N] [--json] [--verbose]
+
+Calibrates the refusal gate and compiles the predictors on the train split, scores dev (and train) before and
+after, and writes `program.json` + `manifest.json` atomically: a killed run leaves the previous artifact intact.
+Exit codes: 0 written, 2 configuration error, 3 store/embedding/LM error, 4 bad arguments or question file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
+from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+from bookrag.errors import DatasetError
+
+
+def main(argv: list[str] | None = None) -> int:
+    from programs.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
+
+    parser = ArgumentParser(description="Compile the bookrag program against labeled questions.")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default=DEFAULT_OPTIMIZER,
+                        help=f"DSPy teleprompter for the predictors (default {DEFAULT_OPTIMIZER}; see README)")
+    parser.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
+    parser.add_argument("--questions", type=Path,
+                        help="labeled CSV/JSONL question set (default: the bundled set, for the bundled book)")
+    parser.add_argument("--lm", help="task LM: local, or a LiteLLM string like openai/gpt-4o-mini")
+    parser.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
+    parser.add_argument("--answer-mode", choices=("auto", "generated", "extractive"), default="auto",
+                        help="who writes answers: auto = a hosted LM generates, the local model extracts")
+    parser.add_argument("--out", type=Path, help="artifact folder (default: artifacts/<book name>/)")
+    parser.add_argument("--max-demos", type=int, default=4, help="demos per predictor (default 4)")
+    parser.add_argument("--threads", type=int, default=1, help="parallel LM calls while compiling (default 1)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed for the optimizers (default 0)")
+    parser.add_argument("--json", action="store_true", help="print the manifest as JSON on stdout, nothing else")
+    parser.add_argument("--verbose", "-v", action="store_true")
+    args = parser.parse_args(argv)
+    if args.max_demos < 0 or args.threads < 1:
+        parser.error("--max-demos must be >= 0 and --threads >= 1")
+    if args.book is not None and not args.book.is_dir():
+        parser.error(f"--book {args.book} is not a folder")
+    setup_logging(args.verbose)
+    settings = load_settings(book_dir=args.book, lm=args.lm)
+    questions_path = args.questions or _default_questions(settings.book_dir, parser)
+    say = (lambda *_: None) if args.json else print
+    progress = False if args.json else None
+
+    from bookrag.questions import load_questions
+    from programs.artifact import write_artifact
+    from programs.book_rag import BookRAG
+    from programs.compiler import compile_program
+    from programs.language_model import configure_cache, make_lm
+    from programs.optimizers import OptimizerSettings
+    from retrievers import BookIndex
+
+    questions = load_questions(questions_path)
+    train = [q for q in questions if q.split == "train"]
+    dev = [q for q in questions if q.split == "dev"]
+    if not train or not dev:
+        raise DatasetError(f"{questions_path} needs questions in both the train and dev splits")
+    random.seed(args.seed)
+    configure_cache(settings)
+    optimizer = OptimizerSettings(args.optimizer, args.max_demos, args.threads, args.seed, args.teacher_lm)
+    out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
+    started = time.time()
+    with BookIndex(settings) as index:
+        report = index.ingest(progress=progress)  # incremental: a no-op when the book is unchanged
+        say(f"Index {index.collection}: {report.summary()}")
+        program = BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k, answer_mode=args.answer_mode)
+        teacher = make_lm(settings.replace(lm=args.teacher_lm)) if args.teacher_lm else None
+        say(f"Compiling with {args.optimizer} on {len(train)} train questions "
+            f"({'generated' if program.generates else 'extractive'} answers, LM {settings.lm}); dev: {len(dev)}")
+        result = compile_program(program, train, dev, optimizer, teacher_lm=teacher, progress=progress, say=say)
+        manifest = {
+            "bookrag_version": _version("bookrag"),
+            "dspy_version": _version("dspy"),
+            "lm": settings.lm,
+            "teacher_lm": args.teacher_lm,
+            "answer_mode": args.answer_mode,
+            "embedder": index.embedder.name,
+            "embedder_model": index.embedder.model_id,
+            "collection": index.collection,
+            "book": _relative(index.book_dir),
+            "index_fingerprint": index.fingerprint(),
+            "search_mode": program.search_mode,
+            "top_k": program.k,
+            "refusal_gate": {k: v for k, v in result.gate.items() if k != "state"},
+            "dataset": {"path": _relative(questions_path), "sha256": _sha256(questions_path),
+                        "train": len(train), "dev": len(dev)},
+            "optimizer": optimizer.as_dict(),
+            "scores": result.scores,
+            "duration_s": round(time.time() - started, 1),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        write_artifact(result.program, out, manifest)
+    if args.json:
+        print(json.dumps(manifest))
+    else:
+        _print_scores(manifest)
+        print(f"Wrote {out}/ (program.json, manifest.json) in {manifest['duration_s']} s")
+    return 0
+
+
+def _default_questions(book_dir: Path, parser) -> Path:
+    if Path(book_dir).resolve() == BUNDLED_BOOK.resolve():
+        return BUNDLED_QUESTIONS
+    parser.error(f"--questions is required for {book_dir}: the bundled question set is for the bundled book")
+
+
+def _relative(path: Path) -> str:
+    """A path inside the project is stored relative to it, so the artifact survives a moved checkout."""
+    path = Path(path).resolve()
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _print_scores(manifest: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from programs.compiler import SCORE_KEYS
+
+    table = Table(title=f"{manifest['optimizer']['name']} on {manifest['collection']}: before → after")
+    table.add_column("metric")
+    for split in manifest["scores"]:
+        table.add_column(split, justify="right")
+    for key in SCORE_KEYS:
+        table.add_row(key, *(f"{s['before'][key]:.3f} → {s['after'][key]:.3f}" for s in manifest["scores"].values()))
+    Console().print(table)
+    gate = manifest["refusal_gate"]
+    print(f"Refusal gate: {gate['chosen']} (threshold {gate['threshold']:.3f}); dev candidates: "
+          + ", ".join(f"{n} {c['balanced']:.3f}" for n, c in gate["candidates"].items()))
+
+
+if __name__ == "__main__":
+    run(main)

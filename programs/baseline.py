@@ -1,0 +1,16 @@
+"""The seed-style baseline every report can be compared with: dense-only top-5 retrieval, a fixed 0.70 cosine
+threshold, and the uncompiled prompt (no demos, the signatures' own instructions)."""
+
+from __future__ import annotations
+
+from programs.book_rag import BookRAG
+from programs.refusal_gate import RefusalGate
+
+BASELINE_K = 5
+BASELINE_COSINE_CUT = 0.70
+
+
+def baseline_program(retriever, lm=None) -> BookRAG:
+    program = BookRAG(retriever, lm=lm, k=BASELINE_K, search_mode="dense")
+    program.gate = RefusalGate.cosine_cut(BASELINE_COSINE_CUT)
+    return program

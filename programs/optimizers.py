@@ -1,0 +1,92 @@
+"""The DSPy teleprompters `optimize.py` can compile BookRAG's predictors with.
+
+Every optimizer compiles the same two predictors (`rewrite`, `generate`) against `combined_score` (GEPA against
+its feedback variant). The refusal gate is calibrated separately (programs/compiler.py): teleprompters reset
+every parameter of the student, so the compiler puts the calibrated gate back afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import dspy
+from dspy.teleprompt import GEPA, BootstrapFewShot, BootstrapFewShotWithRandomSearch, LabeledFewShot, MIPROv2
+
+from bookrag.config import REFUSAL_MESSAGE
+from bookrag.questions import Question
+from programs.book_rag import format_context, format_history
+from programs.metrics import combined_score, feedback_score
+
+OPTIMIZERS = ("labeled", "bootstrap", "random-search", "mipro", "gepa")
+# Offline the answer is extractive, so no predictor runs and every optimizer yields the same answers; `labeled`
+# builds its demos from the labeled train answers with zero LM calls (README: "Choosing an optimizer").
+DEFAULT_OPTIMIZER = "labeled"
+
+
+@dataclass(frozen=True)
+class OptimizerSettings:
+    name: str = DEFAULT_OPTIMIZER
+    max_demos: int = 4
+    threads: int = 1
+    seed: int = 0
+    teacher_lm: str | None = None  # recorded by name; the dspy.LM itself is passed to `compile_predictors`
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def compile_predictors(program, settings: OptimizerSettings, train: list[Question], dev: list[Question],
+                       teacher_lm: dspy.LM | None = None):
+    """A copy of `program` whose predictors' instructions and demos are compiled by `settings.name`."""
+    trainset = [q.to_example() for q in train]
+    valset = [q.to_example() for q in dev]
+    if settings.name == "labeled":
+        compiled = program.deepcopy()
+        demos = labeled_demos(program, train)
+        compiled.generate = LabeledFewShot(k=settings.max_demos).compile(program.generate, trainset=demos)
+        return compiled
+    teacher = None
+    if teacher_lm is not None:
+        teacher = program.deepcopy()
+        teacher.lm = teacher_lm
+    if settings.name == "bootstrap":
+        # Labeled demos would be raw questions without passages or citations: bootstrapped traces only.
+        optimizer = BootstrapFewShot(metric=combined_score, max_bootstrapped_demos=settings.max_demos,
+                                     max_labeled_demos=0)
+        return optimizer.compile(program, teacher=teacher, trainset=trainset)
+    if settings.name == "random-search":
+        optimizer = BootstrapFewShotWithRandomSearch(
+            metric=combined_score, max_bootstrapped_demos=settings.max_demos, max_labeled_demos=0,
+            num_candidate_programs=6, num_threads=settings.threads,
+        )
+        return optimizer.compile(program, teacher=teacher, trainset=trainset, valset=valset)
+    if settings.name == "mipro":
+        optimizer = MIPROv2(metric=combined_score, prompt_model=teacher_lm or program.lm, task_model=program.lm,
+                            auto="light", num_threads=settings.threads, seed=settings.seed,
+                            max_bootstrapped_demos=settings.max_demos, max_labeled_demos=0)
+        return optimizer.compile(program, teacher=teacher, trainset=trainset, valset=valset)
+    if settings.name == "gepa":
+        optimizer = GEPA(metric=feedback_score, auto="light", reflection_lm=teacher_lm or program.lm,
+                         num_threads=settings.threads, seed=settings.seed)
+        return optimizer.compile(program, trainset=trainset, valset=valset)
+    raise ValueError(f"unknown optimizer {settings.name!r}: choose one of {', '.join(OPTIMIZERS)}")
+
+
+def labeled_demos(program, questions: list[Question]) -> list[dspy.Example]:
+    """`AnswerWithCitations` demos from labeled questions: the passages retrieval finds, the reference answer,
+    the passages from a gold source as citations; must-refuse questions demonstrate the refusal."""
+    demos = []
+    for q in questions:
+        if q.selected_text or (q.answerable and not (q.reference_answer and q.gold_sources)):
+            continue
+        passages = program.retriever.search(program.standalone_query(q.question, q.history), k=program.k,
+                                            mode=program.search_mode)
+        citations = [n for n, p in enumerate(passages, start=1) if p.source in q.gold_sources]
+        if q.answerable and not citations:
+            continue  # retrieval missed the gold page: no honest demo to make from it
+        demos.append(dspy.Example(
+            context=format_context(passages), question=q.question, history=format_history(q.history),
+            answer=q.reference_answer if q.answerable else REFUSAL_MESSAGE,
+            citations=citations if q.answerable else [], answerable=q.answerable,
+        ).with_inputs("context", "question", "history"))
+    return demos

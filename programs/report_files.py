@@ -1,0 +1,53 @@
+"""Evaluation report files: `report.json` and `predictions.csv`, each written atomically (a temp name in the same
+folder, then `os.replace`), so a killed run never leaves a half-written file behind."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+PREDICTION_COLUMNS = (
+    "program", "id", "category", "question", "answerable", "refused", "refusal_reason", "answer", "cited_sources",
+    "gold_sources", "gate_probability", "gate_threshold", "top_dense", "key_fact_recall", "citation_validity",
+    "citation_precision", "citation_recall", "combined", "result", "latency_ms", "tokens",
+)
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
+    """`write(temp_path)`, then move the finished file over `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        write(temp)
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    return path
+
+
+def write_report_json(path: Path, settings: dict, reports: dict[str, dict]) -> Path:
+    document = {"settings": settings, "programs": reports}
+    return atomic_write(path, lambda temp: temp.write_text(json.dumps(document, indent=2, default=str) + "\n",
+                                                           encoding="utf-8"))
+
+
+def write_predictions_csv(path: Path, reports: dict[str, dict]) -> Path:
+    """One row per question per program."""
+
+    def write(temp: Path) -> None:
+        with temp.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=PREDICTION_COLUMNS, extrasaction="ignore")
+            writer.writeheader()
+            for name, report in reports.items():
+                for row in report["rows"]:
+                    writer.writerow({
+                        **row, "program": name, "cited_sources": "; ".join(dict.fromkeys(row["cited_sources"])),
+                        "gold_sources": "; ".join(row["gold_sources"]), "result": "pass" if row["passed"] else "fail",
+                    })
+
+    return atomic_write(path, write)

@@ -1,0 +1,129 @@
+"""Compiled-program artifacts: atomic writes that survive a kill, and clear errors for mismatched or bad ones."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import PROJECT_ROOT
+
+from bookrag.errors import ArtifactError
+from programs.artifact import MANIFEST_FILE, PROGRAM_FILE, load_program, read_manifest, write_artifact
+from programs.book_rag import BookRAG
+from retrievers.book_index import BookIndex
+
+
+def manifest_for(index, **changes) -> dict:
+    manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "local", "embedder": index.embedder.name,
+                "collection": index.collection, "book": str(index.book_dir),
+                "index_fingerprint": index.fingerprint()}
+    return {**manifest, **changes}
+
+
+@pytest.fixture
+def artifact(small_index, tmp_path):
+    program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
+    program.gate.threshold = 0.42  # something to recognise after a reload
+    return write_artifact(program, tmp_path / "artifacts" / "small", manifest_for(small_index))
+
+
+def test_a_written_artifact_loads_with_its_state(small_index, artifact):
+    program = load_program(artifact, small_index.settings, index=small_index)
+    assert program.gate.threshold == 0.42
+    assert program.manifest["collection"] == small_index.collection
+
+
+def test_a_write_killed_mid_save_leaves_the_previous_artifact_intact(artifact):
+    before = {name: (artifact / name).read_bytes() for name in (PROGRAM_FILE, MANIFEST_FILE)}
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(PROJECT_ROOT)!r})
+        from pathlib import Path
+        from programs.artifact import write_artifact
+
+        class SlowProgram:
+            def save(self, path):
+                Path(path).write_text('{{"generate": ')  # half a file, then hang until killed
+                print("writing", flush=True)
+                time.sleep(60)
+
+        write_artifact(SlowProgram(), Path({str(artifact)!r}), {{"lm": "new"}})
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "writing"
+        child.kill()
+    finally:
+        child.wait(timeout=30)
+    assert {name: (artifact / name).read_bytes() for name in before} == before
+    assert read_manifest(artifact)["lm"] == "local"
+
+
+def test_a_write_killed_between_its_renames_is_restored_on_read(artifact):
+    """The one window where the folder is absent: the old copy is moved aside and the new one not yet in."""
+    aside = artifact.with_name(f".{artifact.name}.old-deadbeef")
+    artifact.rename(aside)
+    assert read_manifest(artifact)["lm"] == "local"
+    assert artifact.is_dir() and not aside.exists()
+
+
+def test_rewriting_replaces_the_artifact_and_leaves_no_staging_folders(small_index, artifact):
+    program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
+    write_artifact(program, artifact, manifest_for(small_index, lm="openai/gpt-4o-mini"))
+    assert read_manifest(artifact)["lm"] == "openai/gpt-4o-mini"
+    assert [p.name for p in artifact.parent.iterdir()] == [artifact.name]
+
+
+def test_a_missing_artifact_says_how_to_make_one(tmp_path):
+    with pytest.raises(ArtifactError, match="optimize.py"):
+        read_manifest(tmp_path / "nothing-here")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{not json", "not valid JSON"),
+    (json.dumps({"lm": "local"}), "lacks"),
+    (json.dumps(["a", "list"]), "lacks"),
+])
+def test_a_hand_edited_manifest_is_rejected(artifact, text, message):
+    (artifact / MANIFEST_FILE).write_text(text)
+    with pytest.raises(ArtifactError, match=message):
+        read_manifest(artifact)
+
+
+@pytest.mark.parametrize("text", ['{"generate": ', '{"gate": {"weights": "x"}}', "gASVAAAAAAAAAAA="])
+def test_a_corrupt_program_file_is_an_artifact_error_not_a_crash(small_index, artifact, text):
+    (artifact / PROGRAM_FILE).write_text(text)
+    with pytest.raises(ArtifactError, match="corrupt, hand-edited"):
+        load_program(artifact, small_index.settings, index=small_index)
+
+
+def test_a_different_embedder_says_to_match_it_or_recompile(small_index, artifact):
+    manifest = json.loads((artifact / MANIFEST_FILE).read_text())
+    (artifact / MANIFEST_FILE).write_text(json.dumps({**manifest, "embedder": "cohere-embed-english-v3.0"}))
+    with pytest.raises(ArtifactError, match="BOOKRAG_EMBEDDER"):
+        load_program(artifact, small_index.settings, index=small_index)
+
+
+def test_a_different_lm_says_to_switch_or_recompile(small_index, artifact):
+    settings = small_index.settings.replace(lm="openai/gpt-4o-mini")
+    with pytest.raises(ArtifactError, match="BOOKRAG_LM=local"):
+        load_program(artifact, settings, index=small_index)
+
+
+def test_a_missing_collection_says_to_ingest(settings, small_book, fake_embedder, artifact, tmp_path):
+    empty = BookIndex(settings.replace(data_dir=tmp_path / "elsewhere"), small_book, embedder=fake_embedder)
+    try:
+        with pytest.raises(ArtifactError, match="ingest.py"):
+            load_program(artifact, empty.settings, index=empty)
+    finally:
+        empty.close()
+
+
+def test_another_books_collection_is_refused(small_index, artifact):
+    manifest = json.loads((artifact / MANIFEST_FILE).read_text())
+    (artifact / MANIFEST_FILE).write_text(json.dumps({**manifest, "collection": "other-book__fake16"}))
+    with pytest.raises(ArtifactError, match="recompile"):
+        load_program(artifact, small_index.settings, index=small_index)

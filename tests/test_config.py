@@ -1,0 +1,124 @@
+"""Settings from the environment: the LM variables, query expansion, `.env` export, and errors that name the
+variable without showing a secret."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bookrag.cli import load_settings
+from bookrag.config import Settings, export_dotenv
+from bookrag.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+OPENAI_KEY, GEMINI_KEY = "sk-dotenv-openai-4f9a1c2e7b", "gm-dotenv-gemini-83d0b6a5c1"
+
+
+def test_defaults():
+    settings = Settings.from_env({})
+    assert (settings.lm_timeout, settings.lm_retries, settings.lm_api_base) == (60.0, 3, None)
+    assert settings.lm_threads == 2 and settings.expand == "none"
+
+
+def test_lm_variables_are_read():
+    settings = Settings.from_env({
+        "BOOKRAG_LM_TIMEOUT": "12.5", "BOOKRAG_LM_RETRIES": "0", "BOOKRAG_LM_THREADS": "1",
+        "BOOKRAG_LM_API_BASE": "http://127.0.0.1:8000/v1/", "BOOKRAG_EXPAND": "Parts",
+    })
+    assert settings.lm_timeout == 12.5 and settings.lm_retries == 0 and settings.lm_threads == 1
+    assert settings.lm_api_base == "http://127.0.0.1:8000/v1"  # one spelling: no trailing slash
+    assert settings.expand == "parts"
+
+
+@pytest.mark.parametrize("name, value", [
+    ("BOOKRAG_LM_TIMEOUT", "soon"), ("BOOKRAG_LM_TIMEOUT", "0"), ("BOOKRAG_LM_TIMEOUT", "-3"),
+    ("BOOKRAG_LM_RETRIES", "two"), ("BOOKRAG_LM_RETRIES", "-1"),
+    ("BOOKRAG_LM_THREADS", "0"), ("BOOKRAG_LM_THREADS", "1.5"),
+    ("BOOKRAG_LM_MAX_TOKENS", "0"),
+    ("BOOKRAG_LM_API_BASE", "127.0.0.1:8000"), ("BOOKRAG_EXPAND", "everything"),
+])
+def test_invalid_value_is_a_config_error_naming_the_variable(name, value):
+    with pytest.raises(ConfigError, match=name):
+        Settings.from_env({name: value})
+
+
+@pytest.mark.parametrize("field, name", [("lm_threads", "BOOKRAG_LM_THREADS"), ("lm_retries", "BOOKRAG_LM_RETRIES"),
+                                         ("lm_timeout", "BOOKRAG_LM_TIMEOUT")])
+def test_values_from_flags_are_checked_too(field, name):
+    with pytest.raises(ConfigError, match=name):
+        Settings().replace(**{field: -1})
+
+
+def test_bad_api_base_is_not_echoed():
+    """A base URL may carry credentials; the error names the variable only."""
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"BOOKRAG_LM_API_BASE": "ftp://user:hunter2-secret@host/v1"})
+    assert "BOOKRAG_LM_API_BASE" in str(caught.value) and "hunter2-secret" not in str(caught.value)
+
+
+def test_cli_override_of_expand_is_validated(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no project .env
+    monkeypatch.delenv("BOOKRAG_EXPAND", raising=False)
+    assert load_settings(expand="hyde").expand == "hyde"
+    with pytest.raises(ConfigError, match="BOOKRAG_EXPAND"):
+        Settings().replace(expand="bogus")
+
+
+# -- .env -------------------------------------------------------------------------------------------------------
+
+def write_dotenv(folder: Path) -> Path:
+    path = folder / ".env"
+    path.write_text(f"OPENAI_API_KEY={OPENAI_KEY}\nGEMINI_API_KEY={GEMINI_KEY}\nBOOKRAG_TOP_K=7\n")
+    return path
+
+
+def test_export_dotenv_fills_only_unset_variables(tmp_path):
+    environ = {"OPENAI_API_KEY": "from-the-shell"}
+    exported = export_dotenv(write_dotenv(tmp_path), environ)
+    assert sorted(exported) == ["BOOKRAG_TOP_K", "GEMINI_API_KEY"]
+    assert environ == {"OPENAI_API_KEY": "from-the-shell", "GEMINI_API_KEY": GEMINI_KEY, "BOOKRAG_TOP_K": "7"}
+
+
+def test_from_env_exports_dotenv_keys_to_os_environ_without_overriding(tmp_path, monkeypatch, caplog):
+    write_dotenv(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "from-the-shell")
+    for name in ("GEMINI_API_KEY", "BOOKRAG_TOP_K"):  # recorded as unset, so teardown removes what .env adds
+        monkeypatch.setenv(name, "x")
+        monkeypatch.delenv(name)
+    with caplog.at_level(logging.DEBUG):
+        settings = Settings.from_env()
+    assert os.environ["GEMINI_API_KEY"] == GEMINI_KEY  # where DSPy and LiteLLM read provider keys
+    assert os.environ["OPENAI_API_KEY"] == "from-the-shell"  # the environment wins
+    assert settings.top_k == 7
+    assert GEMINI_KEY not in caplog.text and OPENAI_KEY not in caplog.text
+    assert GEMINI_KEY not in repr(settings)
+
+
+def test_explicit_environ_reads_no_dotenv_and_changes_nothing(tmp_path, monkeypatch):
+    write_dotenv(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GEMINI_API_KEY", "x")
+    monkeypatch.delenv("GEMINI_API_KEY")
+    assert Settings.from_env({}).top_k == 5
+    assert "GEMINI_API_KEY" not in os.environ
+
+
+# -- what importing the CLI plumbing does -----------------------------------------------------------------------
+
+def cli_import(env: dict[str, str]) -> str:
+    code = "import sys, os, bookrag.cli; assert 'dspy' not in sys.modules; print(os.environ['LITELLM_LOCAL_MODEL_COST_MAP'])"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=60, check=True)
+    return result.stdout.strip()
+
+
+def test_cli_module_keeps_litellm_offline_before_dspy_loads():
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    assert cli_import(env) == "True"
+    assert cli_import({**env, "LITELLM_LOCAL_MODEL_COST_MAP": "False"}) == "False"  # the user's choice wins

@@ -1,0 +1,141 @@
+"""The refusal gate on its own: its features, the single cosine cut, fitting, and its saved state.
+
+Passages are built by hand: no retriever, no embedder.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from programs.query_terms import content_terms, name_terms, term_set
+from programs.refusal_gate import FEATURES, RefusalGate, gate_features
+from retrievers.passage import Passage
+
+BOOK = [
+    "Gazebo Harmonic simulates rigid bodies with the DART physics engine.",
+    "The Nav2 stack plans paths for the robot with the Smac planner on a costmap.",
+    "ROS 2 Humble runs on Ubuntu 22.04 and uses DDS for discovery.",
+    "Lifecycle nodes move between unconfigured, inactive and active states.",
+]
+
+
+def passage(text: str, n: int = 0, score: float = 1.0, dense: float = 0.6) -> Passage:
+    return Passage(id=f"p{n}", score=score, text=text, title="Book", heading="", module="", source=f"{n}.md",
+                   url="", dense_score=dense)
+
+
+def with_cosine(top_dense: float) -> dict[str, float]:
+    features = dict.fromkeys(FEATURES, 0.0)
+    features["top_dense"] = top_dense
+    return features
+
+
+def answers(gate: RefusalGate, features: dict[str, float]) -> bool:
+    return gate.probability(features) >= gate.threshold
+
+
+# -- query terms ------------------------------------------------------------------------------------------------
+
+def test_name_terms_are_names_not_sentence_starts_or_common_words():
+    assert name_terms("Which Ubuntu release does ROS 2 Jazzy recommend?") == ["ubuntu", "ros", "2", "jazzy"]
+    assert name_terms("Should I use slam_toolbox or MuJoCo for VLP-16 scans?") == ["slam-toolbox", "mujoco",
+                                                                                     "vlp-16"]
+    assert name_terms("What are the drawbacks of running nodes in one process?") == []
+
+
+def test_term_set_holds_the_parts_of_paths_and_spells_underscores_like_hyphens():
+    terms = term_set("The server offers `/kestrel/walk_to` and reads walk.yaml; use BEST_EFFORT here.")
+    assert {"walk-to", "kestrel", "walk", "yaml"} <= terms
+    assert set(content_terms("Is best-effort delivery lossy?")) & terms == {"best-effort"}
+
+
+# -- features ---------------------------------------------------------------------------------------------------
+
+def test_a_name_the_passages_never_use_is_counted_as_uncovered():
+    passages = [passage(text, n) for n, text in enumerate(BOOK)]
+    assert gate_features("Which Ubuntu release does ROS 2 Humble run on?", passages)["uncovered_names"] == 0
+    assert gate_features("Which Ubuntu release does ROS 2 Jazzy run on?", passages)["uncovered_names"] == 1
+    assert gate_features("How do I tune the MPPI critics in Nav2?", passages)["uncovered_names"] == 1
+
+
+def test_features_do_not_depend_on_the_order_of_tied_passages():
+    tied = [passage(text, n, score=0.5, dense=0.4 + 0.1 * n) for n, text in enumerate(BOOK)]
+    question = "Which planner does Nav2 use on the costmap?"
+    assert gate_features(question, tied) == gate_features(question, tied[::-1])
+
+
+def test_fitted_gate_refuses_a_question_with_a_name_absent_from_the_book():
+    passages = [passage(text, n) for n, text in enumerate(BOOK)]
+    answerable = ["Which physics engine does Gazebo Harmonic use?", "What does the Smac planner in Nav2 plan?",
+                  "Which Ubuntu release does ROS 2 Humble run on?", "Which states do lifecycle nodes move between?",
+                  "What does ROS 2 use for discovery?", "What does Nav2 plan paths on?"]
+    must_refuse = ["How does MuJoCo simulate contacts?", "Which Ubuntu release does ROS 2 Jazzy run on?",
+                   "How do I tune the MPPI critics in Nav2?", "What does Tesla's Optimus use in its hands?",
+                   "Which Velodyne lidar does Gazebo simulate?", "How do I configure robot_localization?"]
+    questions = answerable + must_refuse
+    gate = RefusalGate().fit([gate_features(q, passages) for q in questions],
+                             [True] * len(answerable) + [False] * len(must_refuse))
+    assert gate.weights["uncovered_names"] < 0
+    held_out_refused, _, _ = gate("Can Gazebo Harmonic load a Unitree H1 model?", passages)
+    held_out_answered, _, _ = gate("Which physics engine does Gazebo Harmonic simulate rigid bodies with?", passages)
+    assert not held_out_refused and held_out_answered
+
+
+# -- the single cosine cut --------------------------------------------------------------------------------------
+
+def test_cosine_cut_refuses_exactly_below_its_threshold():
+    gate = RefusalGate.cosine_cut(0.3)
+    assert answers(gate, with_cosine(0.3))
+    assert answers(gate, with_cosine(0.30000000000000004))
+    assert not answers(gate, with_cosine(0.29999999999999993))
+    assert not answers(gate, with_cosine(0.0)) and answers(gate, with_cosine(1.0))
+
+
+def test_cosine_cut_ignores_every_other_feature():
+    gate = RefusalGate.cosine_cut(0.4)
+    features = dict.fromkeys(FEATURES, 5.0)
+    features["top_dense"] = 0.39
+    assert not answers(gate, features)
+
+
+def test_fit_cosine_cut_respects_the_false_refusal_cap():
+    answerable = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+    refusable = [0.2, 0.3, 0.4, 0.52, 0.58]
+    features = [with_cosine(c) for c in answerable + refusable]
+    labels = [True] * len(answerable) + [False] * len(refusable)
+    gate = RefusalGate.fit_cosine_cut(features, labels, max_false_refusal=0.1)
+    assert sum(not answers(gate, with_cosine(c)) for c in answerable) <= 1
+    assert sum(not answers(gate, with_cosine(c)) for c in refusable) == 4  # cut at 0.55: 0.58 gets through
+
+
+# -- saved state ------------------------------------------------------------------------------------------------
+
+def test_cosine_cut_state_round_trips():
+    gate = RefusalGate.cosine_cut(0.37)
+    loaded = RefusalGate().load_state(gate.dump_state())
+    assert loaded.dump_state() == gate.dump_state()
+    assert not answers(loaded, with_cosine(0.369)) and answers(loaded, with_cosine(0.371))
+
+
+def test_state_saved_before_a_feature_existed_still_loads():
+    old_features = [f for f in FEATURES if f != "uncovered_names"]
+    state = RefusalGate().dump_state()
+    state.update(weights={"top_dense": 2.0, "coverage_top3": 1.0}, mean=dict.fromkeys(old_features, 0.1),
+                 scale=dict.fromkeys(old_features, 0.5), calibrated=True)
+    gate = RefusalGate().load_state(state)
+    features = dict.fromkeys(FEATURES, 0.0) | {"top_dense": 0.6, "coverage_top3": 0.5, "uncovered_names": 3.0}
+    z = state["bias"] + 2.0 * (0.6 - 0.1) / 0.5 + 1.0 * (0.5 - 0.1) / 0.5  # the new feature plays no part
+    assert gate.probability(features) == pytest.approx(1 / (1 + math.exp(-z)))
+
+
+def test_a_weighted_feature_without_standardization_is_malformed():
+    state = RefusalGate().dump_state()
+    del state["mean"]["top_dense"]
+    with pytest.raises(ValueError, match="malformed"):
+        RefusalGate().load_state(state)
