@@ -59,28 +59,30 @@ def main() -> None:
               f"calibrated on train; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         for name, program in (("extractive (default)", extractive), ("generated (Gemma 270M)", generated)):
             started = time.perf_counter()
-            rows, failures, failure_ms = run(program, dev)
-            report(name, rows, failures, failure_ms, time.perf_counter() - started)
+            rows, failed, failure_ms = run(program, dev)
+            report(name, rows, failed, failure_ms, time.perf_counter() - started)
 
 
-def run(program: BookRAG, questions) -> tuple[list[dict], int, list[float]]:
-    rows, failures, failure_ms = [], 0, []
+def run(program: BookRAG, questions) -> tuple[list[dict], list, list[float]]:
+    """Rows for the questions the program answered or refused; the questions it failed on, and their times."""
+    rows, failed, failure_ms = [], [], []
     for q in questions:
         started = time.perf_counter()
         try:
             rows.append(question_row(program, q))
         except AgentError:  # Gemma's reply did not parse, even after DSPy's JSON fallback
-            failures += 1
+            failed.append(q)
             failure_ms.append((time.perf_counter() - started) * 1000)
-    return rows, failures, failure_ms
+    return rows, failed, failure_ms
 
 
-def report(name: str, rows: list[dict], failures: int, failure_ms: list[float], seconds: float) -> None:
+def report(name: str, rows: list[dict], failed: list, failure_ms: list[float], seconds: float) -> None:
     r = aggregate(rows)
     answered = [row for row in rows if row["answerable"] and not row["refused"]]
     latencies = [row["latency_ms"] for row in rows] + failure_ms
-    print(f"{name}: {len(rows) + failures} questions in {seconds:.0f} s; load average {os.getloadavg()[0]:.1f}")
-    print(f"  LM failures (AgentError)        {failures}")
+    print(f"{name}: {len(rows) + len(failed)} questions in {seconds:.0f} s; load average {os.getloadavg()[0]:.1f}")
+    print(f"  LM failures (AgentError)        {len(failed)}  ({sum(q.answerable for q in failed)} answerable, "
+          f"{sum(not q.answerable for q in failed)} must-refuse; not in the rates below)")
     print(f"  must-refuse refused             {r['refusal_recall']:.3f}  (of {r['n_must_refuse']})")
     print(f"  answerable falsely refused      {r['false_refusal_rate']:.3f}  (of {r['n_answerable']})")
     print(f"  key facts in answered           {r['key_facts_in_answers']:.3f}  (of {len(answered)} answered)")

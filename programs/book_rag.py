@@ -154,7 +154,7 @@ class BookRAG(dspy.Module):
         with dspy.context(track_usage=True):
             pred = self(question=query, history=tuple(history or ()), selected_text=selected_text or "",
                         module=module, k=top_k)
-        usage = _usage(pred)
+        usage = token_usage(pred)
         return Response(
             answer=pred.answer,
             query=query,
@@ -216,7 +216,7 @@ def _citations(pred) -> list[Citation]:
     ]
 
 
-def _usage(pred) -> dict:
+def token_usage(pred) -> dict:
     totals = {"prompt_tokens": 0, "completion_tokens": 0}
     for usage in (pred.get_lm_usage() or {}).values():
         for key in totals:

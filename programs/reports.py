@@ -10,7 +10,7 @@ import dspy
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs import metrics
-from programs.book_rag import _usage
+from programs.book_rag import token_usage
 from retrievers.retriever import QdrantRetriever
 
 
@@ -100,7 +100,7 @@ def question_row(program, question: Question, judge=None) -> dict:
         "combined": metrics.combined_score(example, pred),
         "passed": metrics.passed(example, pred),
         "latency_ms": round(latency_ms, 2),
-        "tokens": sum(_usage(pred).values()),
+        "tokens": sum(token_usage(pred).values()),
     }
     if judge is not None and answerable:
         row["semantic_f1"] = 0.0 if refused else metrics.semantic_f1(example, pred, judge)
