@@ -100,13 +100,26 @@ def test_labeled_demos_cite_the_gold_passages_and_demonstrate_refusals(small_ind
     assert all(d.citations == [] and "couldn't find" in d.answer for d in refused)
 
 
-# random-search keeps whichever candidate scores best on dev, which may be the zero-shot one (no demos).
-@pytest.mark.parametrize("optimizer, min_demos", [("labeled", 1), ("bootstrap", 1), ("random-search", 0)])
+def instruction_proposer():
+    """A prompt/reflection LM for MIPROv2 and GEPA: proposes the same instruction to every request."""
+    from dspy.utils import DummyLM
+
+    reply = {"proposed_instruction": "Answer strictly from the numbered passages and cite them.",
+             "new_instruction": "Answer strictly from the numbered passages and cite them.",
+             "observations": "-", "summary": "-", "program_description": "-", "module_description": "-"}
+    return DummyLM([reply] * 5000)
+
+
+# Search optimizers keep whichever candidate scores best on dev, which may be the zero-shot one (no demos).
+@pytest.mark.parametrize("optimizer, min_demos", [("labeled", 1), ("bootstrap", 1), ("random-search", 0),
+                                                  ("mipro", 0), ("gepa", 0)])
 def test_compile_round_trip_with_dummy_lm(small_index, questions, tmp_path, optimizer, min_demos):
     lm = dummy_lm()
     program = BookRAG(small_index.retriever, lm=lm, answer_mode="generated")
+    teacher = instruction_proposer() if optimizer in ("mipro", "gepa") else None
     result = compile_program(program, split(questions, "train"), split(questions, "dev"),
-                             OptimizerSettings(optimizer, max_demos=2), progress=False, say=lambda *_: None)
+                             OptimizerSettings(optimizer, max_demos=2), teacher_lm=teacher, progress=False,
+                             say=lambda *_: None)
     demos = result.program.generate.predict.demos
     assert min_demos <= len(demos) <= 2
     assert result.program.gate.dump_state() == program.gate.dump_state()  # the calibrated gate survived
