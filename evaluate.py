@@ -12,10 +12,6 @@ Exit codes: 0 ok, 2 configuration or artifact error, 3 store/embedding/LM error,
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before dspy/litellm load: no cost-map download
-
 import json
 import sys
 from datetime import datetime, timezone

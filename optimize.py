@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from programs.artifact import write_artifact
     from programs.book_rag import BookRAG
     from programs.compiler import compile_program
-    from programs.language_model import configure_cache, make_lm
+    from programs.language_model import make_lm
     from programs.optimizers import OptimizerSettings
     from retrievers import BookIndex
 
@@ -67,7 +67,6 @@ def main(argv: list[str] | None = None) -> int:
     if not train or not dev:
         raise DatasetError(f"{questions_path} needs questions in both the train and dev splits")
     random.seed(args.seed)
-    configure_cache(settings)
     optimizer = OptimizerSettings(args.optimizer, args.max_demos, args.threads, args.seed, args.teacher_lm)
     out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
     started = time.time()

@@ -33,6 +33,7 @@ from programs.metrics import recall_at_k, reciprocal_rank
 from programs.query_expansion import split_question
 from programs.reports import program_report, retrieval_questions
 from retrievers import BookIndex
+from retrievers.store import RRF_K
 
 BOOKS = {
     "book A": (PROJECT_ROOT.parent / "shared/corpora/physical-ai-book-a", PROJECT_ROOT / "datasets/physical-ai-book-a.csv"),
@@ -40,7 +41,7 @@ BOOKS = {
 }
 
 
-def rrf(rankings, k: int, constant: int = 60):
+def rrf(rankings, k: int, constant: int = RRF_K):
     """Reciprocal-rank fusion, the alternative to the program's round-robin `interleave`."""
     scores, passages = {}, {}
     for ranking in rankings:

@@ -14,7 +14,7 @@ import dspy
 from bookrag.questions import Question
 from programs.calibration import gate_examples
 from programs.optimizers import OptimizerSettings, compile_predictors
-from programs.refusal_gate import RefusalGate
+from programs.refusal_gate import RefusalGate, refusal_rates
 from programs.reports import program_report
 
 SCORE_KEYS = ("combined", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity")
@@ -64,11 +64,7 @@ def choose_gate(program, train: list[Question], dev: list[Question], progress: b
 
 def refusal_figures(gate: RefusalGate, features: list[dict], answerable: list[bool]) -> dict:
     """A gate's refusal recall, false-refusal rate and their balanced accuracy on labeled features."""
-    refused = [gate.probability(f) < gate.threshold for f in features]
-    refuse = [r for r, a in zip(refused, answerable) if not a]
-    keep = [r for r, a in zip(refused, answerable) if a]
-    recall = sum(refuse) / len(refuse) if refuse else 0.0
-    false_refusal = sum(keep) / len(keep) if keep else 0.0
+    recall, false_refusal = refusal_rates([gate.probability(f) for f in features], answerable, gate.threshold)
     return {"refusal_recall": round(recall, 4), "false_refusal_rate": round(false_refusal, 4),
             "balanced": round((recall + 1 - false_refusal) / 2, 4)}
 

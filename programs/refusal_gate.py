@@ -14,7 +14,7 @@ import numpy as np
 from dspy.predict.parameter import Parameter
 
 from programs.query_terms import content_terms, name_terms, term_set
-from retrievers.passage import Passage
+from retrievers.passage import Passage, rank_key
 
 FEATURES = (
     "top_dense",  # best cosine similarity
@@ -35,14 +35,21 @@ _OVERRIDE = re.compile(
 )
 
 
+def refusal_rates(probabilities: list[float], answerable: list[bool], cut: float) -> tuple[float, float]:
+    """(refusal recall, false-refusal rate) of refusing every question whose probability is below `cut`."""
+    refused_refuse = [p < cut for p, a in zip(probabilities, answerable) if not a]
+    refused_answerable = [p < cut for p, a in zip(probabilities, answerable) if a]
+    return (sum(refused_refuse) / max(1, len(refused_refuse)),
+            sum(refused_answerable) / max(1, len(refused_answerable)))
+
+
 def gate_features(question: str, passages: list[Passage]) -> dict[str, float]:
     # A passage only the sparse branch found has no cosine; it is below every cosine the dense branch
     # returned, so leaving it out (rather than counting it as 0) keeps `dense_gap` from inflating.
     dense = sorted((p.dense_score for p in passages if p.dense_score is not None), reverse=True) or [0.0]
     terms = content_terms(question)
-    # Hybrid (RRF) scores often tie and the engine orders ties arbitrarily: break them by cosine, so the
-    # rank-based features depend on the passages found, not on that order.
-    ranked = sorted(passages, key=lambda p: (-p.score, -(p.dense_score or 0.0), p.id))
+    # The retriever's own order; passages merged from several searches (query expansion) are re-ranked by it.
+    ranked = sorted(passages, key=rank_key)
     texts = [term_set(f"{p.title} {p.heading} {p.text}") for p in ranked]
     top3 = set().union(*texts[:3]) if texts else set()
 
@@ -133,12 +140,9 @@ class RefusalGate(Parameter):
 
     @staticmethod
     def _best_threshold(probabilities: list[float], answerable: list[bool], max_false_refusal: float) -> float:
-        pos = [p for p, a in zip(probabilities, answerable) if a]
-        neg = [p for p, a in zip(probabilities, answerable) if not a]
         best, best_score = 0.5, -1.0
         for cut in sorted(set(probabilities)):
-            false_refusal = sum(p < cut for p in pos) / max(1, len(pos))
-            refusal_recall = sum(p < cut for p in neg) / max(1, len(neg))
+            refusal_recall, false_refusal = refusal_rates(probabilities, answerable, cut)
             score = (refusal_recall + 1 - false_refusal) / 2
             if false_refusal <= max_false_refusal and score > best_score:
                 best, best_score = cut, score

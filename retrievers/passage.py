@@ -21,3 +21,8 @@ class Passage:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def rank_key(p: Passage) -> tuple:
+    """Best first; equal scores (frequent with RRF) by cosine, then id, so tied passages keep a stable order."""
+    return (-p.score, -(p.dense_score or 0.0), p.id)

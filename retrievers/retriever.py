@@ -8,7 +8,7 @@ import threading
 from bookrag.errors import RetrievalError, StoreError
 from retrievers.bm25 import Bm25Encoder
 from retrievers.embedder import Embedder
-from retrievers.passage import Passage
+from retrievers.passage import Passage, rank_key
 from retrievers.store import Hit, Mode, StoreQuery, VectorStore
 
 log = logging.getLogger(__name__)
@@ -45,8 +45,8 @@ class QdrantRetriever:
         dense = self.embedder.embed_query(query) if (mode != "sparse" or mmr) else None
         sparse = self.sparse.query(query) if mode != "dense" else None
         pool = max(self.candidates, k)
-        # Without MMR, ask for the whole pool and cut at k here: equal fused scores (frequent with RRF) then get a
-        # stable order (cosine, then id) instead of whatever order the engine returns ties in.
+        # Without MMR, ask for the whole pool and cut at k here (`rank_key`): tied scores then get a stable order
+        # instead of whatever order the engine returns ties in.
         first = k if mmr else pool
         queries = [StoreQuery(mode=mode, limit=first, dense=dense, sparse=sparse, module=module, mmr=mmr,
                               candidates=pool)]
@@ -70,7 +70,7 @@ class QdrantRetriever:
             sparse_scores = _scores(ranked)
         passages = [_passage(hit, dense_scores.get(hit.id), sparse_scores.get(hit.id)) for hit in ranked]
         if not mmr:
-            passages = sorted(passages, key=lambda p: (-p.score, -(p.dense_score or 0.0), p.id))[:k]
+            passages = sorted(passages, key=rank_key)[:k]
         if min_score is not None:
             cut = (lambda p: p.sparse_score) if mode == "sparse" else (lambda p: p.dense_score)
             passages = [p for p in passages if (cut(p) or 0.0) >= min_score]
