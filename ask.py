@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--validate checks the bundled book: it takes no question, --chat, --module or --book")
     setup_logging(args.verbose)
 
-    from programs.artifact import open_program
+    from programs.compile.artifact import open_program
 
     book = BUNDLED_BOOK if args.validate else args.book
     settings = load_settings(book_dir=book, lm=args.lm, top_k=args.top_k, expand=args.expand)
@@ -99,7 +99,7 @@ def notice(message: str) -> None:
 
 
 def chat(program, args) -> int:
-    from programs.chat import Chat
+    from programs.rag.chat import Chat
 
     conversation = Chat(program)
     notice("Ask about the book. /reset clears the conversation; /exit, quit or Ctrl-D leaves.")

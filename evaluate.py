@@ -96,10 +96,10 @@ def program_specs(args) -> list[str]:
 def evaluate_programs(args, settings, specs: list[str]) -> int:
     from bookrag.errors import DatasetError
     from bookrag.questions import load_questions
-    from programs.artifact import default_artifact
-    from programs.plots import write_plots
-    from programs.report_files import write_predictions_csv, write_report_json
-    from programs.reports import program_report
+    from programs.compile.artifact import default_artifact
+    from programs.evaluate.plots import write_plots
+    from programs.evaluate.report_files import write_predictions_csv, write_report_json
+    from programs.evaluate.reports import program_report
     from retrievers import BookIndex
 
     split = args.split or "test"
@@ -142,10 +142,10 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
 
 def build_program(spec: str, index, settings):
     """A BookRAG on `index`'s retriever: `zero-shot`, `baseline`, or a compiled artifact folder."""
-    from programs.artifact import load_program
-    from programs.baseline import baseline_program
-    from programs.book_rag import BookRAG
-    from programs.language_model import make_lm
+    from programs.compile.artifact import load_program
+    from programs.rag.baseline import baseline_program
+    from programs.rag.book_rag import BookRAG
+    from programs.lm.language_model import make_lm
 
     if spec == BASELINE:
         return baseline_program(index.retriever, lm=make_lm(settings))
@@ -161,7 +161,7 @@ def summary(name: str, report: dict) -> dict:
 
 def evaluate_retrieval(args, settings) -> int:
     from bookrag.questions import load_questions
-    from programs.reports import retrieval_report
+    from programs.evaluate.reports import retrieval_report
     from retrievers import BookIndex
 
     k, mode = args.k or 5, args.mode or "hybrid"

@@ -24,7 +24,7 @@ from bookrag.errors import DatasetError
 
 
 def main(argv: list[str] | None = None) -> int:
-    from programs.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
+    from programs.compile.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
 
     parser = ArgumentParser(description="Compile the bookrag program against labeled questions.")
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default=DEFAULT_OPTIMIZER,
@@ -54,11 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     progress = False if args.json else None
 
     from bookrag.questions import load_questions
-    from programs.artifact import write_artifact
-    from programs.book_rag import BookRAG
-    from programs.compiler import compile_program
-    from programs.language_model import make_lm
-    from programs.optimizers import OptimizerSettings
+    from programs.compile.artifact import write_artifact
+    from programs.rag.book_rag import BookRAG
+    from programs.compile.compiler import compile_program
+    from programs.lm.language_model import make_lm
+    from programs.compile.optimizers import OptimizerSettings
     from retrievers import BookIndex
 
     questions = load_questions(questions_path)
@@ -135,7 +135,7 @@ def _print_scores(manifest: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from programs.compiler import SCORE_KEYS
+    from programs.compile.compiler import SCORE_KEYS
 
     table = Table(title=f"{manifest['optimizer']['name']} on {manifest['collection']}: before → after")
     table.add_column("metric")

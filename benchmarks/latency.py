@@ -28,7 +28,7 @@ import bookrag.cli  # noqa: F401  (first: sets LITELLM_LOCAL_MODEL_COST_MAP befo
 from bookrag.cli import load_settings
 from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS
 from bookrag.questions import load_questions
-from programs.reports import percentile
+from programs.evaluate.reports import percentile
 
 
 def pick_questions(n: int) -> tuple[list, list, list]:
@@ -66,7 +66,7 @@ def main() -> None:
     print(f"index ready in {data_dir} ({time.perf_counter() - started:.1f} s, separate process); "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
-    from programs.artifact import open_program
+    from programs.compile.artifact import open_program
 
     warmup, timed, cli_question = pick_questions(args.n)
     settings = load_settings(data_dir=data_dir, book_dir=BUNDLED_BOOK, expand=args.expand)

@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bookrag.cli  # noqa: F401  (first: sets LITELLM_LOCAL_MODEL_COST_MAP before dspy loads)
 from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
-from programs.book_rag import BookRAG
-from programs.calibration import calibrate_gate
-from programs.metrics import recall_at_k, reciprocal_rank
-from programs.query_expansion import split_question
-from programs.reports import program_report, retrieval_questions
+from programs.rag.book_rag import BookRAG
+from programs.refusal.calibration import calibrate_gate
+from programs.evaluate.metrics import recall_at_k, reciprocal_rank
+from programs.rag.query_expansion import split_question
+from programs.evaluate.reports import program_report, retrieval_questions
 from retrievers import BookIndex
 from retrievers.store import RRF_K
 
@@ -144,14 +144,14 @@ class Counter(logging.Handler):
 def hyde_subset(index, questions, args) -> None:
     import dspy
 
-    from programs.language_model import make_lm
+    from programs.lm.language_model import make_lm
 
     subset = [q for q in questions if q.category == "multi-part"][: args.hyde]
     lm = make_lm(Settings(data_dir=args.data_dir, lm="local", lm_threads=args.lm_threads, lm_max_tokens=160))
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # time the model, not a cache
     hyde = BookRAG(index.retriever, lm=lm, k=K, expand="hyde")
     unparsed = Counter()
-    logging.getLogger("programs.hyde").addHandler(unparsed)
+    logging.getLogger("programs.rag.hyde").addHandler(unparsed)
     rows, seconds = [], []
     for q in subset:
         started, fallbacks = time.perf_counter(), unparsed.n

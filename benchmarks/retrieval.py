@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookrag.config import PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
-from programs.reports import percentile, retrieval_questions, retrieval_report
+from programs.evaluate.reports import percentile, retrieval_questions, retrieval_report
 from retrievers import BookIndex
 
 

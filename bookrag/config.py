@@ -107,9 +107,9 @@ class Settings:
     lm_retries: int = 3
     lm_api_base: str | None = None  # an OpenAI-compatible server for the hosted model
     # llama.cpp threads for the local model: 2 is fastest on an idle 2-core machine, but its threads spin-wait
-    # on each other, so next to another busy process 1 thread decodes several times faster (local_engine.py).
+    # on each other, so next to another busy process 1 thread decodes several times faster (programs/lm/local_engine.py).
     lm_threads: int = 2
-    expand: str = "none"  # query expansion: none | parts | hyde (programs/query_expansion.py, programs/hyde.py)
+    expand: str = "none"  # query expansion: none | parts | hyde (programs/rag/query_expansion.py, programs/rag/hyde.py)
     dspy_cache_dir: Path | None = None  # default: <data_dir>/dspy-cache
     artifacts_dir: Path = PROJECT_ROOT / "artifacts"
 

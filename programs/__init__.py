@@ -5,8 +5,8 @@
     print(rag.ask("What is ROS 2?").answer)
 """
 
-from programs.artifact import load_program
-from programs.book_rag import BookRAG
-from programs.response import Citation, Response
+from programs.compile.artifact import load_program
+from programs.rag.book_rag import BookRAG
+from programs.rag.response import Citation, Response
 
 __all__ = ["BookRAG", "Citation", "Response", "load_program"]

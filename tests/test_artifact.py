@@ -11,8 +11,8 @@ import pytest
 from conftest import PROJECT_ROOT
 
 from bookrag.errors import ArtifactError
-from programs.artifact import MANIFEST_FILE, PROGRAM_FILE, load_program, read_manifest, write_artifact
-from programs.book_rag import BookRAG
+from programs.compile.artifact import MANIFEST_FILE, PROGRAM_FILE, load_program, read_manifest, write_artifact
+from programs.rag.book_rag import BookRAG
 from retrievers.book_index import BookIndex
 
 
@@ -42,7 +42,7 @@ def test_a_write_killed_mid_save_leaves_the_previous_artifact_intact(artifact):
         import sys, time
         sys.path.insert(0, {str(PROJECT_ROOT)!r})
         from pathlib import Path
-        from programs.artifact import write_artifact
+        from programs.compile.artifact import write_artifact
 
         class SlowProgram:
             def save(self, path):

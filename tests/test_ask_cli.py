@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 import ask
 from bookrag.config import REFUSAL_MESSAGE
 from bookrag.errors import AgentError
-from programs.response import Citation, Response
+from programs.rag.response import Citation, Response
 
 SECRETS = {"QDRANT_API_KEY": "sekret-qdrant-5f1c9a7e", "OPENAI_API_KEY": "sekret-openai-8b2d4c6f"}
 BOOK = {
@@ -245,7 +245,7 @@ def opened(monkeypatch, tmp_path):
         calls["settings"], calls["program"] = settings, ExpandableStub()
         return calls["program"]
 
-    monkeypatch.setattr("programs.artifact.open_program", open_program)
+    monkeypatch.setattr("programs.compile.artifact.open_program", open_program)
     return calls
 
 

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, Settings
 from bookrag.errors import AgentError
-from programs.book_rag import MAX_QUERY_WORDS, BookRAG, valid_citations
-from programs.chat import Chat
-from programs.refusal_gate import FEATURES, RefusalGate
+from programs.rag.book_rag import MAX_QUERY_WORDS, BookRAG, valid_citations
+from programs.rag.chat import Chat
+from programs.refusal.refusal_gate import FEATURES, RefusalGate
 from retrievers.book_index import BookIndex
 
 # Each page has its own vocabulary, so a question's words find its page under both dense (hashed) and BM25 search.
@@ -333,14 +333,14 @@ def test_empty_query_is_rejected(make, query):
 
 def test_long_query_is_truncated_with_a_warning(make, caplog):
     query = "How tall is Quillon the teaching robot? " + " ".join(["robot"] * 600)
-    with caplog.at_level(logging.WARNING, logger="programs.book_rag"):
+    with caplog.at_level(logging.WARNING, logger="programs.rag.book_rag"):
         response = make(answer_mode="extractive").ask(query)
     assert len(response.query.split()) == MAX_QUERY_WORDS
     assert any("keeping the first 500" in r.getMessage() for r in caplog.records)
 
 
 def test_short_query_is_not_truncated_or_warned(make, caplog):
-    with caplog.at_level(logging.WARNING, logger="programs.book_rag"):
+    with caplog.at_level(logging.WARNING, logger="programs.rag.book_rag"):
         response = make(answer_mode="extractive").ask("How tall is Quillon the teaching robot?")
     assert response.query == "How tall is Quillon the teaching robot?" and not caplog.records
 

@@ -15,10 +15,10 @@ from conftest import SMALL_BOOK, FakeEmbedder, write_book
 import evaluate
 from bookrag.config import REFUSAL_MESSAGE, Settings
 from bookrag.questions import Question
-from programs.artifact import write_artifact
-from programs.book_rag import BookRAG
-from programs.refusal_gate import RefusalGate
-from programs.reports import program_report
+from programs.compile.artifact import write_artifact
+from programs.rag.book_rag import BookRAG
+from programs.refusal.refusal_gate import RefusalGate
+from programs.evaluate.reports import program_report
 from retrievers.passage import Passage
 
 QUESTIONS = """\

@@ -8,8 +8,8 @@ import pytest
 from conftest import PROJECT_ROOT, SMALL_BOOK, clean_env, run_script, write_book
 
 from bookrag.questions import Question
-from programs.metrics import first_gold_rank, recall_at_k, reciprocal_rank
-from programs.reports import percentile, retrieval_questions
+from programs.evaluate.metrics import first_gold_rank, recall_at_k, reciprocal_rank
+from programs.evaluate.reports import percentile, retrieval_questions
 from retrievers.passage import Passage
 
 QUESTIONS = """\

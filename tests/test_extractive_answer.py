@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from programs.extractive_answer import ExtractiveAnswer
+from programs.rag.extractive_answer import ExtractiveAnswer
 from retrievers.passage import Passage
 
 

@@ -12,7 +12,7 @@ from dspy.clients.cache import Cache
 
 from bookrag.config import Settings
 from bookrag.errors import AgentError, ConfigError
-from programs.language_model import configure_cache, lm_errors, lm_mode, make_lm
+from programs.lm.language_model import configure_cache, lm_errors, lm_mode, make_lm
 
 API_KEY = "sk-test-0123456789abcdef"
 ANSWER = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"

@@ -11,8 +11,8 @@ from dspy.clients.cache import Cache
 from dspy.lm15 import Message, Request
 
 from bookrag.config import Settings
-from programs.language_model import make_lm
-from programs.local_engine import LOCAL_MODEL, gemma_prompt
+from programs.lm.language_model import make_lm
+from programs.lm.local_engine import LOCAL_MODEL, gemma_prompt
 
 needs_llama = pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None,

@@ -8,7 +8,7 @@ import pytest
 
 from bookrag.config import REFUSAL_MESSAGE, Settings
 from bookrag.questions import Question
-from programs.metrics import (
+from programs.evaluate.metrics import (
     answer_correct,
     citation_precision,
     citation_recall,
@@ -183,7 +183,7 @@ def test_semantic_f1_is_the_harmonic_mean_of_the_judges_precision_and_recall():
 
 
 def test_semantic_f1_refuses_the_local_model_as_a_judge():
-    from programs.language_model import make_lm
+    from programs.lm.language_model import make_lm
 
     local = make_lm(Settings())  # the in-process Gemma engine; it loads nothing until called
     with pytest.raises(ValueError, match="hosted judge"):

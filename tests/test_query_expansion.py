@@ -9,9 +9,9 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from programs.book_rag import BookRAG
-from programs.hyde import HyDE
-from programs.query_expansion import QuestionParts, interleave, split_question
+from programs.rag.book_rag import BookRAG
+from programs.rag.hyde import HyDE
+from programs.rag.query_expansion import QuestionParts, interleave, split_question
 from retrievers.passage import Passage
 
 TWO_PARTS = "What does the zephyrine reliability profile keep, and which solver does Gazebo use for friction?"

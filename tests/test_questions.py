@@ -11,7 +11,7 @@ from conftest import PROJECT_ROOT
 
 from bookrag.errors import DatasetError
 from bookrag.questions import Question, load_questions, seeded_split
-from programs.metrics import fact_present
+from programs.evaluate.metrics import fact_present
 
 DATASETS = PROJECT_ROOT / "datasets"
 BOOK_A = PROJECT_ROOT.parent / "shared" / "corpora" / "physical-ai-book-a"

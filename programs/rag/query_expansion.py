@@ -13,7 +13,7 @@ import re
 
 import dspy
 
-from programs.language_model import lm_mode
+from programs.lm.language_model import lm_mode
 from retrievers.passage import Passage
 
 MAX_PARTS = 4

@@ -13,7 +13,7 @@ import re
 import numpy as np
 from dspy.predict.parameter import Parameter
 
-from programs.query_terms import content_terms, name_terms, term_set
+from programs.rag.query_terms import content_terms, name_terms, term_set
 from retrievers.passage import Passage, rank_key
 
 FEATURES = (

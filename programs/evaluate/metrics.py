@@ -170,7 +170,7 @@ def semantic_f1(example, pred, judge: dspy.LM) -> float:
     capable hosted judge; the offline 270M model cannot judge."""
     from dspy.evaluate import SemanticF1
 
-    from programs.language_model import lm_mode
+    from programs.lm.language_model import lm_mode
 
     if lm_mode(judge) != "hosted":
         raise ValueError(f"semantic F1 needs a hosted judge LM, not {judge.model}")

@@ -9,8 +9,8 @@ import dspy
 
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
-from programs import metrics
-from programs.book_rag import token_usage
+from programs.evaluate import metrics
+from programs.rag.book_rag import token_usage
 from retrievers.retriever import QdrantRetriever
 
 
@@ -58,7 +58,7 @@ def percentile(values: list[float], pct: float) -> float:
 
 
 def program_report(program, questions: list[Question], progress: bool | None = None, judge=None) -> dict:
-    """Run a BookRAG program over labeled questions; score each prediction with programs.metrics and aggregate.
+    """Run a BookRAG program over labeled questions; score each prediction with programs.evaluate.metrics and aggregate.
 
     Rates are in 0..1. `judge`: a hosted dspy.LM for LM-judged semantic F1 on answerable questions (optional).
     """

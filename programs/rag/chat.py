@@ -16,7 +16,7 @@ A `Chat` is one conversation: share the program between threads, not the `Chat`.
 
 from __future__ import annotations
 
-from programs.response import Response
+from programs.rag.response import Response
 
 DEFAULT_MAX_TURNS = 6
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
-from programs.refusal_gate import gate_features
+from programs.refusal.refusal_gate import gate_features
 
 
 def gate_examples(program, questions: list[Question], progress: bool | None = None):

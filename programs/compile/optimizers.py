@@ -1,7 +1,7 @@
 """The DSPy teleprompters `optimize.py` can compile BookRAG's predictors with.
 
 Every optimizer compiles the same two predictors (`rewrite`, `generate`) against `combined_score` (GEPA against
-its feedback variant). The refusal gate is calibrated separately (programs/compiler.py): teleprompters reset
+its feedback variant). The refusal gate is calibrated separately (programs/compile/compiler.py): teleprompters reset
 every parameter of the student, so the compiler puts the calibrated gate back afterwards.
 """
 
@@ -14,8 +14,8 @@ from dspy.teleprompt import GEPA, BootstrapFewShot, BootstrapFewShotWithRandomSe
 
 from bookrag.config import REFUSAL_MESSAGE
 from bookrag.questions import Question
-from programs.book_rag import format_context, format_history
-from programs.metrics import combined_score, feedback_score
+from programs.rag.book_rag import format_context, format_history
+from programs.evaluate.metrics import combined_score, feedback_score
 
 OPTIMIZERS = ("labeled", "bootstrap", "random-search", "mipro", "gepa")
 # Offline the answer is extractive, so no predictor runs and every optimizer yields the same answers; `labeled`

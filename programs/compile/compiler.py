@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import dspy
 
 from bookrag.questions import Question
-from programs.calibration import gate_examples
-from programs.optimizers import OptimizerSettings, compile_predictors
-from programs.refusal_gate import RefusalGate, refusal_rates
-from programs.reports import program_report
+from programs.refusal.calibration import gate_examples
+from programs.compile.optimizers import OptimizerSettings, compile_predictors
+from programs.refusal.refusal_gate import RefusalGate, refusal_rates
+from programs.evaluate.reports import program_report
 
 SCORE_KEYS = ("combined", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity")
 

@@ -16,7 +16,7 @@ from dspy.utils.exceptions import AdapterParseError, LMError
 
 from bookrag.config import Settings
 from bookrag.errors import AgentError, ConfigError
-from programs.local_engine import LOCAL_MODEL, GemmaEngine
+from programs.lm.local_engine import LOCAL_MODEL, GemmaEngine
 
 
 def make_lm(settings: Settings) -> dspy.LM:

@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from programs.query_terms import content_terms, term_set
+from programs.rag.query_terms import content_terms, term_set
 from retrievers.passage import Passage
 
 _UNIT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])|\n+")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from programs.report_files import atomic_write
+from programs.evaluate.report_files import atomic_write
 
 HEADLINE = ("combined", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity",
             "gold_citation_rate", "recall_at_k")

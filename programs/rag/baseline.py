@@ -3,8 +3,8 @@ threshold, and the uncompiled prompt (no demos, the signatures' own instructions
 
 from __future__ import annotations
 
-from programs.book_rag import BookRAG
-from programs.refusal_gate import RefusalGate
+from programs.rag.book_rag import BookRAG
+from programs.refusal.refusal_gate import RefusalGate
 
 BASELINE_K = 5
 BASELINE_COSINE_CUT = 0.70

@@ -1,0 +1,1 @@
+"""Evaluating: per-question metrics, reports over labeled question sets, and their files and plots."""

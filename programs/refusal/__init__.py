@@ -1,0 +1,1 @@
+"""Refusal: the retrieval-evidence gate in front of the answerer, and its calibration on labeled questions."""
