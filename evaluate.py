@@ -143,9 +143,9 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
 def build_program(spec: str, index, settings):
     """A BookRAG on `index`'s retriever: `zero-shot`, `baseline`, or a compiled artifact folder."""
     from programs.compile.artifact import load_program
+    from programs.lm.language_model import make_lm
     from programs.rag.baseline import baseline_program
     from programs.rag.book_rag import BookRAG
-    from programs.lm.language_model import make_lm
 
     if spec == BASELINE:
         return baseline_program(index.retriever, lm=make_lm(settings))

@@ -55,10 +55,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from bookrag.questions import load_questions
     from programs.compile.artifact import write_artifact
-    from programs.rag.book_rag import BookRAG
     from programs.compile.compiler import compile_program
-    from programs.lm.language_model import make_lm
     from programs.compile.optimizers import OptimizerSettings
+    from programs.lm.language_model import make_lm
+    from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
     questions = load_questions(questions_path)

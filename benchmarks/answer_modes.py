@@ -24,10 +24,10 @@ import bookrag.cli  # noqa: F401  (first: sets LITELLM_LOCAL_MODEL_COST_MAP befo
 from bookrag.config import PROJECT_ROOT, Settings
 from bookrag.errors import AgentError
 from bookrag.questions import load_questions
+from programs.evaluate.reports import aggregate, percentile, question_row
+from programs.lm.language_model import make_lm
 from programs.rag.book_rag import BookRAG
 from programs.refusal.calibration import calibrate_gate
-from programs.lm.language_model import make_lm
-from programs.evaluate.reports import aggregate, percentile, question_row
 from retrievers import BookIndex
 
 

@@ -18,10 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookrag.config import PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
+from programs.evaluate.reports import aggregate, program_report
 from programs.rag.book_rag import BookRAG
 from programs.refusal.calibration import calibrate_gate, gate_examples
 from programs.refusal.refusal_gate import RefusalGate
-from programs.evaluate.reports import aggregate, program_report
 from retrievers import BookIndex
 
 SPLITS = {"dev": ("dev",), "test": ("test",), "dev+test": ("dev", "test")}

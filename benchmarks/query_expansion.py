@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bookrag.cli  # noqa: F401  (first: sets LITELLM_LOCAL_MODEL_COST_MAP before dspy loads)
 from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
-from programs.rag.book_rag import BookRAG
-from programs.refusal.calibration import calibrate_gate
 from programs.evaluate.metrics import recall_at_k, reciprocal_rank
-from programs.rag.query_expansion import split_question
 from programs.evaluate.reports import program_report, retrieval_questions
+from programs.rag.book_rag import BookRAG
+from programs.rag.query_expansion import split_question
+from programs.refusal.calibration import calibrate_gate
 from retrievers import BookIndex
 from retrievers.store import RRF_K
 

@@ -16,9 +16,9 @@ import evaluate
 from bookrag.config import REFUSAL_MESSAGE, Settings
 from bookrag.questions import Question
 from programs.compile.artifact import write_artifact
+from programs.evaluate.reports import program_report
 from programs.rag.book_rag import BookRAG
 from programs.refusal.refusal_gate import RefusalGate
-from programs.evaluate.reports import program_report
 from retrievers.passage import Passage
 
 QUESTIONS = """\

@@ -11,10 +11,11 @@ from conftest import clean_env, run_script, write_book
 
 from bookrag.questions import load_questions
 from programs.compile.artifact import load_program, read_manifest, write_artifact
-from programs.rag.book_rag import BookRAG
-from programs.compile.compiler import choose_gate, compile_program
+from programs.compile.compiler import compile_program
 from programs.compile.optimizers import OptimizerSettings, labeled_demos
 from programs.evaluate.reports import program_report
+from programs.rag.book_rag import BookRAG
+from programs.refusal.calibration import choose_gate
 
 # (id, question, answerable, gold source, key fact, the dummy LM's answer, split)
 QUESTIONS = [

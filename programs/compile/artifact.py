@@ -72,8 +72,8 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     `index`: an already open BookIndex to run on (the embedded store admits one opener per process);
     `lm`: a ready `dspy.LM` instead of the one `settings.lm` names (the LM check is then the caller's).
     """
-    from programs.rag.book_rag import BookRAG
     from programs.lm.language_model import make_lm
+    from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
     artifact_dir = Path(artifact_dir)
@@ -127,8 +127,8 @@ def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: 
                  zero_shot: bool = False, progress: bool | None = None, announce=print):
     """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if compiled (unless `zero_shot`); else the
     zero-shot program. Indexes the book first if its collection is missing, and says so."""
-    from programs.rag.book_rag import BookRAG
     from programs.lm.language_model import make_lm
+    from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
     book_dir = Path(book_dir or settings.book_dir)

@@ -14,8 +14,8 @@ from dspy.teleprompt import GEPA, BootstrapFewShot, BootstrapFewShotWithRandomSe
 
 from bookrag.config import REFUSAL_MESSAGE
 from bookrag.questions import Question
-from programs.rag.book_rag import format_context, format_history
 from programs.evaluate.metrics import combined_score, feedback_score
+from programs.rag.book_rag import format_context, format_history
 
 OPTIMIZERS = ("labeled", "bootstrap", "random-search", "mipro", "gepa")
 # Offline the answer is extractive, so no predictor runs and every optimizer yields the same answers; `labeled`

@@ -14,14 +14,14 @@ from contextlib import contextmanager, nullcontext
 import dspy
 
 from bookrag.config import EXPAND_MODES, REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE
+from programs.lm.language_model import lm_errors, lm_mode
 from programs.rag.answer_with_citations import AnswerWithCitations
 from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.hyde import HyDE
-from programs.lm.language_model import lm_errors, lm_mode
 from programs.rag.query_expansion import QuestionParts, interleave
-from programs.refusal.refusal_gate import RefusalGate
 from programs.rag.response import Citation, Response
 from programs.rag.rewrite_query import RewriteQuery
+from programs.refusal.refusal_gate import RefusalGate
 from retrievers.passage import Passage
 
 log = logging.getLogger(__name__)
