@@ -25,7 +25,7 @@ from bookrag.cli import (
     run,
     setup_logging,
 )
-from bookrag.config import BUNDLED_BOOK, EXPAND_MODES
+from bookrag.config import ANSWER_MODES, BUNDLED_BOOK, EXPAND_MODES
 from bookrag.errors import BookragError
 
 # The seed's contract for the bundled book: (question, a fact the answer must contain), or None = must refuse.
@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
     parser.add_argument("--program", type=Path, help="compiled program folder (default: artifacts/<book>/ if any)")
     parser.add_argument("--lm", help="language model: local, or a LiteLLM string like openai/gpt-4o-mini")
+    parser.add_argument("--answer-mode", choices=ANSWER_MODES,
+                        help="generated (the LM writes the answer) or extractive (the book's own sentences, fast; no "
+                             "LM call) (default: BOOKRAG_ANSWER_MODE, generated)")
     parser.add_argument("--expand", choices=EXPAND_MODES,
                         help="query expansion: parts = also search each part of a multi-part question, hyde = also "
                              "search with an LM-written hypothetical answer (default: BOOKRAG_EXPAND or none)")
@@ -73,16 +76,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the question is empty")
     if args.book is not None and not args.book.is_dir():
         parser.error(f"--book {args.book} is not a folder")
-    if args.program is not None and not args.program.is_dir():
-        parser.error(f"--program {args.program} is not a folder")
     if args.validate and (args.question or args.chat or args.module or args.book):
         parser.error("--validate checks the bundled book: it takes no question, --chat, --module or --book")
+    if args.program is not None:
+        from programs.compile.artifact import restore_previous
+
+        restore_previous(args.program)  # an optimize killed between its two renames left the artifact aside
+        if not args.program.is_dir():
+            parser.error(f"--program {args.program} is not a folder")
     setup_logging(args.verbose)
 
     from programs.compile.artifact import open_program
 
     book = BUNDLED_BOOK if args.validate else args.book
-    settings = load_settings(book_dir=book, lm=args.lm, top_k=args.top_k, expand=args.expand)
+    settings = load_settings(book_dir=book, lm=args.lm, top_k=args.top_k, expand=args.expand, answer_mode=args.answer_mode)
     program = open_program(settings, book_dir=settings.book_dir, artifact=args.program, announce=notice)
     program.set_expansion(settings.expand)  # open_program builds the program without it
     if args.validate:

@@ -18,13 +18,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bookrag.cli import EXIT_BELOW_GATE, EXIT_OK, ArgumentParser, load_settings, run, setup_logging
-from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+from bookrag.config import ANSWER_MODES, BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
 
 ZERO_SHOT, BASELINE = "zero-shot", "baseline"
 SUMMARY_KEYS = ("n", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity",
                 "gold_citation_rate", "recall_at_k", "latency_p50_ms", "latency_p95_ms", "combined",
                 "key_facts_in_answers", "citation_precision", "citation_recall", "tokens_per_question",
-                "n_answerable", "n_must_refuse", "semantic_f1", "per_category")
+                "n_answerable", "n_must_refuse", "semantic_f1", "token_f1", "answer_words_p50", "lm_calls",
+                "parse_failure_rate", "errors", "answer_latency_p50_ms", "answer_latency_p95_ms",
+                "prompt_tokens_per_answer", "cached_tokens_per_answer", "completion_tokens_per_answer",
+                "per_category")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
                              "is below X")
     parser.add_argument("--out", type=Path, help="report folder (default: reports/<book>-<split>/)")
     parser.add_argument("--lm", help="language model: local, or a LiteLLM string like openai/gpt-4o-mini")
+    parser.add_argument("--answer-mode", choices=ANSWER_MODES,
+                        help="generated (the LM writes the answer) or extractive (the book's own sentences, fast; no "
+                             "LM call) (default: BOOKRAG_ANSWER_MODE, generated)")
     parser.add_argument("--semantic-f1", action="store_true",
                         help="also score answers with LM-judged semantic F1 (needs a hosted --lm)")
     parser.add_argument("--k", type=int, help="--retrieval-only: passages retrieved per question (default 5)")
@@ -65,17 +71,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--k, --mode and --mmr apply to --retrieval-only; a program uses its own retrieval settings")
     if args.book is not None and not args.book.is_dir():
         parser.error(f"--book {args.book} is not a folder")
+    if args.min_accuracy is not None and not 0.0 <= args.min_accuracy <= 1.0:
+        parser.error(f"--min-accuracy is a combined score from 0 to 1, got {args.min_accuracy}")
+    from programs.compile.artifact import restore_previous
+
     specs = [] if args.retrieval_only else program_specs(args)
     for spec in specs:
-        if spec not in (ZERO_SHOT, BASELINE) and not Path(spec).is_dir():
+        if spec in (ZERO_SHOT, BASELINE):
+            continue
+        restore_previous(Path(spec))  # an optimize killed between its two renames left the artifact aside
+        if not Path(spec).is_dir():
             parser.error(f"program {spec} is not an artifact folder (nor zero-shot or baseline)")
     if args.compare and args.compare[0] == args.compare[1]:
         parser.error("--compare needs two different programs")
     setup_logging(args.verbose)
-    settings = load_settings(book_dir=args.book, lm=args.lm)
+    settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
     if args.semantic_f1 and settings.lm == "local":
         parser.error("--semantic-f1 needs a hosted LM judge (--lm openai/gpt-4o-mini or BOOKRAG_LM); "
-                     "the local 270M model cannot judge answers")
+                     "a small local model is not a trustworthy judge")
     if args.retrieval_only:
         return evaluate_retrieval(args, settings)
     return evaluate_programs(args, settings, specs)
@@ -96,7 +109,7 @@ def program_specs(args) -> list[str]:
 def evaluate_programs(args, settings, specs: list[str]) -> int:
     from bookrag.errors import DatasetError
     from bookrag.questions import load_questions
-    from programs.compile.artifact import default_artifact
+    from programs.compile.artifact import check_artifact, default_artifact, read_manifest
     from programs.evaluate.plots import write_plots
     from programs.evaluate.report_files import write_predictions_csv, write_report_json
     from programs.evaluate.reports import program_report
@@ -109,14 +122,19 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
     specs = specs or [str(default_artifact(settings, settings.book_dir) or ZERO_SHOT)]
     progress = False if args.json else None
     out_dir = args.out or PROJECT_ROOT / "reports" / f"{book_name(settings.book_dir)}-{split}"
-    # One BookIndex for every program: the embedded store admits one opener per process.
+    # One BookIndex for every program: one embedding model and one store for all of them.
     with BookIndex(settings) as index:
-        index.ingest(progress=progress)  # incremental: a no-op when the book is unchanged
+        for spec in specs:  # a mismatched artifact is refused before the ingest can embed anything
+            if spec not in (ZERO_SHOT, BASELINE):
+                check_artifact(read_manifest(Path(spec)), Path(spec), settings, index)
+        index.ingest(progress=progress)  # incremental: completes an interrupted ingest, a no-op when unchanged
         programs = {spec: build_program(spec, index, settings) for spec in specs}
         index.retriever.search(questions[0].question, k=1)  # load the embedding model before anything is timed
         judge = next(iter(programs.values())).lm if args.semantic_f1 else None
-        reports = {name: program_report(program, questions, progress=progress, judge=judge)
-                   for name, program in programs.items()}
+        reports = {}
+        for name, program in programs.items():
+            program.warm_up()  # the LM's load and the prompt's fixed prefix are not timed as answer latency
+            reports[name] = program_report(program, questions, progress=progress, judge=judge)
         run_settings = {
             "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
             "questions": str(args.questions), "split": split, "programs": list(programs), "lm": settings.lm,
@@ -148,9 +166,9 @@ def build_program(spec: str, index, settings):
     from programs.rag.book_rag import BookRAG
 
     if spec == BASELINE:
-        return baseline_program(index.retriever, lm=make_lm(settings))
+        return baseline_program(index.retriever, lm=make_lm(settings), answer_mode=settings.answer_mode)
     if spec == ZERO_SHOT:
-        return BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k)
+        return BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k, answer_mode=settings.answer_mode)
     return load_program(Path(spec), settings, index=index)
 
 
@@ -186,10 +204,18 @@ ROWS = (  # (label, report key, format)
     ("citation validity", "citation_validity", "{:.3f}"),
     ("gold citation rate", "gold_citation_rate", "{:.3f}"),
     ("retrieval recall@k", "recall_at_k", "{:.3f}"),
+    ("token F1 vs reference (answerable)", "token_f1", "{:.3f}"),
+    ("words per answer (median)", "answer_words_p50", "{:.0f}"),
     ("semantic F1", "semantic_f1", "{:.3f}"),
+    ("LM answer calls", "lm_calls", "{:.0f}"),
+    ("replies that failed to parse", "parse_failure_rate", "{:.3f}"),
+    ("errors (questions that failed)", "errors", "{:.0f}"),
     ("latency p50 / ms", "latency_p50_ms", "{:.1f}"),
     ("latency p95 / ms", "latency_p95_ms", "{:.1f}"),
-    ("tokens per question", "tokens_per_question", "{:.0f}"),
+    ("LM-answered latency p50 / ms", "answer_latency_p50_ms", "{:.1f}"),
+    ("LM-answered latency p95 / ms", "answer_latency_p95_ms", "{:.1f}"),
+    ("prompt tokens per LM answer (cached)", "prompt_tokens_per_answer", "{:.0f}"),
+    ("completion tokens per LM answer", "completion_tokens_per_answer", "{:.0f}"),
 )
 
 
@@ -206,17 +232,25 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
     for label, key, fmt in ROWS:
         if key in first:
             overall.add_row(label, *(fmt.format(r[key]) for r in reports.values()))
-    per_category = Table(title="Per category: share passed (answered with every key fact, or refused)")
+    per_category = Table(title="Per category: share passed (answered with every key fact, or refused) · token F1 "
+                               "· median words")
     per_category.add_column("category")
     per_category.add_column("n", justify="right")
     for name in reports:
         per_category.add_column(name, justify="right")
     for category, row in first["per_category"].items():
         per_category.add_row(category, str(row["n"]),
-                             *(f"{r['per_category'][category]['accuracy']:.2f}" for r in reports.values()))
+                             *(category_cell(r["per_category"][category]) for r in reports.values()))
     console = Console()
     console.print(overall)
     console.print(per_category)
+
+
+def category_cell(row: dict) -> str:
+    """`passed · F1 · words` for a category with answerable questions, `passed` alone for must-refuse ones."""
+    if not row["answerable"]:
+        return f"{row['accuracy']:.2f}"
+    return f"{row['accuracy']:.2f} · {row['token_f1']:.2f} · {row['answer_words_p50']:.0f}"
 
 
 def print_retrieval(report: dict) -> None:

@@ -1,11 +1,13 @@
 """Compile the BookRAG program against a labeled question set and write it to `artifacts/<name>/`.
 
     python optimize.py [--optimizer labeled|bootstrap|random-search|mipro|gepa] [--book DIR] [--questions FILE]
-                       [--lm MODEL] [--teacher-lm MODEL] [--answer-mode auto|generated|extractive]
+                       [--lm MODEL] [--teacher-lm MODEL] [--answer-mode generated|extractive]
                        [--out DIR] [--max-demos N] [--threads N] [--seed N] [--json] [--verbose]
 
-Calibrates the refusal gate and compiles the predictors on the train split, scores dev (and train) before and
-after, and writes `program.json` + `manifest.json` atomically: a killed run leaves the previous artifact intact.
+Calibrates the refusal gate and compiles the predictors on the train split, scores dev before and after, and
+writes `program.json` + `manifest.json` atomically: a killed run leaves the previous artifact intact.
+A book other than the bundled one with no `--questions` gets a synthetic set written from the book, saved beside
+the artifact as `<artifact>-questions.csv` (programs/compile/synthetic_questions.py).
 Exit codes: 0 written, 2 configuration error, 3 store/embedding/LM error, 4 bad arguments or question file.
 """
 
@@ -19,7 +21,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
-from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+from bookrag.config import ANSWER_MODES, BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
 from bookrag.errors import DatasetError
 
 
@@ -31,11 +33,14 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"DSPy teleprompter for the predictors (default {DEFAULT_OPTIMIZER}; see README)")
     parser.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
     parser.add_argument("--questions", type=Path,
-                        help="labeled CSV/JSONL question set (default: the bundled set, for the bundled book)")
+                        help="labeled CSV/JSONL question set (default: the bundled set for the bundled book; for "
+                             "another book, a synthetic set written from the book beside the artifact)")
     parser.add_argument("--lm", help="task LM: local, or a LiteLLM string like openai/gpt-4o-mini")
     parser.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
-    parser.add_argument("--answer-mode", choices=("auto", "generated", "extractive"), default="auto",
-                        help="who writes answers: auto = a hosted LM generates, the local model extracts")
+    parser.add_argument("--answer-mode", choices=ANSWER_MODES,
+                        help="who writes answers: generated (the LM's ChainOfThought, compiled here) or extractive "
+                             "(the book's sentences; only the gate is calibrated) (default: BOOKRAG_ANSWER_MODE, "
+                             "generated)")
     parser.add_argument("--out", type=Path, help="artifact folder (default: artifacts/<book name>/)")
     parser.add_argument("--max-demos", type=int, default=4, help="demos per predictor (default 4)")
     parser.add_argument("--threads", type=int, default=1, help="parallel LM calls while compiling (default 1)")
@@ -48,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.book is not None and not args.book.is_dir():
         parser.error(f"--book {args.book} is not a folder")
     setup_logging(args.verbose)
-    settings = load_settings(book_dir=args.book, lm=args.lm)
-    questions_path = args.questions or _default_questions(settings.book_dir, parser)
+    settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
+    questions_path = args.questions or _default_questions(settings.book_dir)
     say = (lambda *_: None) if args.json else print
     progress = False if args.json else None
 
@@ -57,23 +62,33 @@ def main(argv: list[str] | None = None) -> int:
     from programs.compile.artifact import write_artifact
     from programs.compile.compiler import compile_program
     from programs.compile.optimizers import OptimizerSettings
-    from programs.lm.language_model import make_lm
+    from programs.compile.synthetic_questions import synthetic_question_file, synthetic_questions_path
+    from programs.lm.language_model import lm_mode, make_lm
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
+    out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
+    lm = make_lm(settings)
+    synthetic = questions_path is None
+    if synthetic:  # a book nobody labeled: questions written from the book itself, kept beside the artifact
+        with BookIndex(settings) as index:
+            index.ingest(progress=progress)
+            questions_path = synthetic_question_file(index, lm, synthetic_questions_path(out), progress, say)
     questions = load_questions(questions_path)
     train = [q for q in questions if q.split == "train"]
     dev = [q for q in questions if q.split == "dev"]
     if not train or not dev:
         raise DatasetError(f"{questions_path} needs questions in both the train and dev splits")
+    if len({q.answerable for q in train}) < 2:  # the refusal gate is fitted on both kinds
+        raise DatasetError(f"{questions_path} needs answerable and must-refuse (answerable=false) questions in "
+                           "its train split to calibrate the refusal gate")
     random.seed(args.seed)
     optimizer = OptimizerSettings(args.optimizer, args.max_demos, args.threads, args.seed, args.teacher_lm)
-    out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
     started = time.time()
     with BookIndex(settings) as index:
         report = index.ingest(progress=progress)  # incremental: a no-op when the book is unchanged
         say(f"Index {index.collection}: {report.summary()}")
-        program = BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k, answer_mode=args.answer_mode)
+        program = BookRAG(index.retriever, lm=lm, k=settings.top_k, answer_mode=settings.answer_mode)
         teacher = make_lm(settings.replace(lm=args.teacher_lm)) if args.teacher_lm else None
         say(f"Compiling with {args.optimizer} on {len(train)} train questions "
             f"({'generated' if program.generates else 'extractive'} answers, LM {settings.lm}); dev: {len(dev)}")
@@ -83,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             "dspy_version": _version("dspy"),
             "lm": settings.lm,
             "teacher_lm": args.teacher_lm,
-            "answer_mode": args.answer_mode,
+            "local_model": lm.model.removeprefix("local/") if lm_mode(lm) == "local" else None,
+            "answer_mode": settings.answer_mode,
             "embedder": index.embedder.name,
             "embedder_model": index.embedder.model_id,
             "collection": index.collection,
@@ -93,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             "top_k": program.k,
             "refusal_gate": {k: v for k, v in result.gate.items() if k != "state"},
             "dataset": {"path": _relative(questions_path), "sha256": _sha256(questions_path),
-                        "train": len(train), "dev": len(dev)},
+                        "train": len(train), "dev": len(dev), "labels": "synthetic" if synthetic else "hand-labeled"},
             "optimizer": optimizer.as_dict(),
             "scores": result.scores,
             "duration_s": round(time.time() - started, 1),
@@ -108,10 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _default_questions(book_dir: Path, parser) -> Path:
-    if Path(book_dir).resolve() == BUNDLED_BOOK.resolve():
-        return BUNDLED_QUESTIONS
-    parser.error(f"--questions is required for {book_dir}: the bundled question set is for the bundled book")
+def _default_questions(book_dir: Path) -> Path | None:
+    """The bundled set for the bundled book; None for any other book (a synthetic set is written from it)."""
+    return BUNDLED_QUESTIONS if Path(book_dir).resolve() == BUNDLED_BOOK.resolve() else None
 
 
 def _relative(path: Path) -> str:

@@ -3,9 +3,9 @@
     python benchmarks/offline_quality.py [--book ../shared/corpora/physical-ai-book-a]
                                          [--questions datasets/physical-ai-book-a.csv] [--data-dir DIR]
 
-Calibrates the gate on the train split, then reports on dev, test and dev+test, side by side: the uncalibrated
-prior, a single cosine cut calibrated on train (the seed design), and the calibrated multi-feature gate. Designs
-are chosen on dev; test is reported, never tuned on.
+Calibrates the gate on the train split, then reports on dev, test and dev+test, side by side: the zero-shot
+default calibration (programs/refusal/default_calibration.json), a single cosine cut calibrated on train (the seed
+design), and the calibrated multi-feature gate. Designs are chosen on dev; test is reported, never tuned on.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def main() -> None:
         index.ingest(progress=False)
         program = BookRAG(index.retriever, lm=None, answer_mode="extractive")
         features, labels = gate_examples(program, train, progress=False)
-        variants = {"prior (uncalibrated)": RefusalGate(),
+        variants = {"zero-shot default": RefusalGate(),
                     "single cosine cut": RefusalGate.fit_cosine_cut(features, labels)}
         calibrate_gate(program, train, progress=False)
         variants["calibrated gate"] = program.gate

@@ -1,21 +1,31 @@
 """What every command-line entry point shares: argument errors exit 4, known errors map to their exit code,
-logging goes to stderr, stdout stays clean for --json. Every CLI imports this module first."""
+anything unexpected exits 70 in one line, logging goes to stderr (scrubbed of secrets), stdout stays clean for
+--json. Every CLI imports this module first."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import re
 import sys
 
 from bookrag.config import ConfigError, Settings
 from bookrag.errors import BookragError
+from bookrag.redaction import scrub
 
 # Before anything imports dspy (and with it LiteLLM; this module's imports do not): price models from LiteLLM's
 # bundled table instead of downloading it, which stalls an offline run for ~7 s. A value the user set wins.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# DSPy's optimizers and Evaluate draw tqdm bars on stderr: on a terminal they show progress; in a log, noise.
+if not sys.stderr.isatty():
+    os.environ.setdefault("TQDM_DISABLE", "1")
 
 EXIT_OK, EXIT_REFUSED, EXIT_CONFIG, EXIT_RUNTIME, EXIT_ARGS, EXIT_BELOW_GATE = 0, 1, 2, 3, 4, 5
+EXIT_UNEXPECTED = 70  # sysexits' EX_SOFTWARE: a bug, not something the user did
+# Bytes that are not UTF-8 reach sys.argv as lone surrogates (PEP 383); printing or encoding them crashes later.
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+log = logging.getLogger("bookrag")
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -25,13 +35,31 @@ class ArgumentParser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(EXIT_ARGS, f"{self.prog}: error: {message}\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """Also rejects text arguments that are not valid UTF-8 (paths may be any bytes: they stay Paths)."""
+        parsed = super().parse_args(args, namespace)
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            for text in value if isinstance(value, list) else [value]:
+                if isinstance(text, str) and _UNDECODABLE.search(text):
+                    shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                    name = "/".join(action.option_strings) or action.dest
+                    self.error(f"argument {name} is not valid UTF-8 text: {shown!r}; retype it, or set the "
+                               "terminal to UTF-8 (LANG / LC_ALL)")
+        return parsed
+
+
+class ScrubbingFormatter(logging.Formatter):
+    """Log lines (tracebacks included) without secrets: libraries log URLs and error bodies as they are."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return scrub(super().format(record))
+
 
 def setup_logging(verbose: bool = False) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(ScrubbingFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler])
     for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "urllib3", "sentence_transformers", "filelock"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -42,15 +70,21 @@ def load_settings(**overrides) -> Settings:
 
 
 def run(main) -> None:
-    """Call `main()` -> exit code; a BookragError prints one clear line and exits with its code."""
+    """Call `main()` -> exit code; the one handler of every CLI. A BookragError prints one clear line and exits
+    with its code; anything else is a bug: one line, exit 70, and the traceback with --verbose only."""
     try:
         code = main()
     except BookragError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {scrub(str(exc))}", file=sys.stderr)
         code = exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = 130
+    except Exception as exc:  # the last line of defence: no raw traceback, no secret
+        print(f"error: unexpected {type(exc).__name__}: {scrub(str(exc))} (a bug in bookrag; --verbose shows the "
+              "traceback)", file=sys.stderr)
+        log.debug("traceback of the unexpected error", exc_info=exc)
+        code = EXIT_UNEXPECTED
     sys.exit(code or 0)
 
 

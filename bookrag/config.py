@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookrag.errors import ConfigError
+from bookrag.redaction import mask_url
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_BOOK = PROJECT_ROOT / "datasets" / "humanoid-primer"
@@ -23,6 +24,7 @@ SELECTION_REFUSAL_MESSAGE = (
     "I can only answer based on the selected text, and the answer is not present there."
 )
 EXPAND_MODES = ("none", "parts", "hyde")
+ANSWER_MODES = ("generated", "extractive")
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +108,11 @@ class Settings:
     lm_timeout: float = 60.0
     lm_retries: int = 3
     lm_api_base: str | None = None  # an OpenAI-compatible server for the hosted model
+    local_model: Path | None = None  # a GGUF for `lm == "local"`; default: the packaged Qwen2.5-Coder 1.5B Instruct
+    # Who writes the answer: the LM (`generated`, ChainOfThought) or the book's own sentences (`extractive`, fast).
+    answer_mode: str = "generated"
     # llama.cpp threads for the local model: 2 is fastest on an idle 2-core machine, but its threads spin-wait
-    # on each other, so next to another busy process 1 thread decodes several times faster (programs/lm/local_engine.py).
+    # on each other, so next to another busy process 1 thread decodes several times faster (llama_cpp_engine.py).
     lm_threads: int = 2
     expand: str = "none"  # query expansion: none | parts | hyde (programs/rag/query_expansion.py, programs/rag/hyde.py)
     dspy_cache_dir: Path | None = None  # default: <data_dir>/dspy-cache
@@ -167,6 +172,10 @@ class Settings:
             values["lm_retries"] = _int("BOOKRAG_LM_RETRIES", v)
         if v := get("BOOKRAG_LM_API_BASE"):
             values["lm_api_base"] = v.rstrip("/")
+        if v := get("BOOKRAG_LOCAL_MODEL"):
+            values["local_model"] = Path(v).expanduser()
+        if v := get("BOOKRAG_ANSWER_MODE"):
+            values["answer_mode"] = v.lower()
         if v := get("BOOKRAG_LM_THREADS"):
             values["lm_threads"] = _int("BOOKRAG_LM_THREADS", v)
         if v := get("BOOKRAG_EXPAND"):
@@ -192,6 +201,10 @@ class Settings:
             raise ConfigError("BOOKRAG_CHUNK_OVERLAP must be >= 0 and smaller than BOOKRAG_CHUNK_TOKENS")
         if self.top_k < 1:
             raise ConfigError(f"BOOKRAG_TOP_K must be at least 1, got {self.top_k}")
+        # "local" or LiteLLM's provider/model: a bare name would fail only at the first call, as an LM error.
+        if self.lm != "local" and not re.fullmatch(r"[\w.-]+/\S+", self.lm):
+            raise ConfigError(f"BOOKRAG_LM must be local or a LiteLLM model string provider/model, like "
+                              f"openai/gpt-4o-mini; got {self.lm!r}")
         if self.lm_max_tokens < 1:
             raise ConfigError(f"BOOKRAG_LM_MAX_TOKENS must be at least 1, got {self.lm_max_tokens}")
         if not self.lm_timeout > 0:
@@ -203,6 +216,11 @@ class Settings:
         # Not echoed: a base URL may carry credentials (https://user:password@host/v1).
         if self.lm_api_base and not re.match(r"https?://[^/\s]+", self.lm_api_base):
             raise ConfigError("BOOKRAG_LM_API_BASE must be an http:// or https:// URL")
+        if self.qdrant_url and not re.match(r"https?://[^/\s]+", self.qdrant_url):
+            raise ConfigError(f"QDRANT_URL must be an http:// or https:// URL, got {mask_url(self.qdrant_url)!r}")
+        _check_writable_folder("BOOKRAG_DATA_DIR", self.data_dir)
+        if self.answer_mode not in ANSWER_MODES:
+            raise ConfigError(f"BOOKRAG_ANSWER_MODE must be {' or '.join(ANSWER_MODES)}, got {self.answer_mode!r}")
         if self.expand not in EXPAND_MODES:
             raise ConfigError(f"BOOKRAG_EXPAND must be {', '.join(EXPAND_MODES)}, got {self.expand!r}")
         return self
@@ -230,6 +248,20 @@ class Settings:
     @property
     def dspy_cache(self) -> Path:
         return self.dspy_cache_dir or self.data_dir / "dspy-cache"
+
+
+def _check_writable_folder(name: str, folder: Path) -> None:
+    """`folder`, or the part of its path that exists so far, is a folder this process may write in.
+
+    Caught here, a read-only mount or another user's folder is one clear line; later it would be a raw sqlite or
+    permission error. (`os.access` asks the kernel, so root with its usual capabilities passes except on a
+    read-only mount; what still fails later is reported by the store and the embedding cache.)
+    """
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"{name} {folder} is not a folder: {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{name} {folder} is read-only ({existing} cannot be written): choose a writable folder")
 
 
 def book_name(book_dir: Path) -> str:

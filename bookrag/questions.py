@@ -85,7 +85,12 @@ def load_questions(path: Path, split: str | None = None) -> list[Question]:
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
     rows = []
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for line_no, raw in enumerate(path.read_bytes().splitlines(), start=1):
+        try:
+            line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{path}:{line_no}: not UTF-8 text (byte {exc.start + 1} of the line); re-save the "
+                               "file as UTF-8") from None
         if not line.strip():
             continue
         try:

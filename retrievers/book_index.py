@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Self
 
 from bookrag.config import Settings
 from retrievers.embedder import Embedder, make_embedder
@@ -25,8 +26,14 @@ class BookIndex:
     def ingest(self, recreate: bool = False, progress: bool | None = None) -> IngestReport:
         return Indexer(self.settings, self.embedder, self.store).ingest(self.book_dir, recreate, progress)
 
-    def is_ready(self) -> bool:
-        return self.store.exists() and self.store.count() > 0
+    def ingest_state(self) -> str:
+        """`missing` (no collection, or an empty one), `incomplete` (its last ingest did not finish: the points
+        are part old book, part new, and answers from them can be silently wrong) or `complete`."""
+        points = self.store.count() if self.store.exists() else 0
+        if not points:
+            return "missing"
+        record = self.store.ingest_record()
+        return "complete" if record is not None and record.get("points") == points else "incomplete"
 
     @property
     def retriever(self) -> QdrantRetriever:
@@ -42,7 +49,7 @@ class BookIndex:
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> BookIndex:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -11,6 +11,7 @@ from cohere.core.api_error import ApiError
 
 from bookrag.config import Secret
 from bookrag.errors import ConfigError, EmbeddingError
+from bookrag.redaction import scrub
 
 BATCH_SIZE = 96  # the API's limit of texts per call
 ATTEMPTS = 3  # in all; waits of 1 s, then 2 s, between them
@@ -33,6 +34,7 @@ class CohereEmbedder:
         if not api_key:
             raise ConfigError("the Cohere embedder needs COHERE_API_KEY (environment or .env)")
         self.model_id = model
+        self._api_key = api_key  # only to scrub it from the service's messages
         self._sleep = sleep
         # The retry loop below decides what is worth retrying, so the SDK's own retries are off.
         self._client = cohere.ClientV2(
@@ -61,7 +63,10 @@ class CohereEmbedder:
                 response = self._client.embed(
                     texts=texts, model=self.model_id, input_type=input_type, embedding_types=["float"]
                 )
-                return self._checked(response.embeddings.float_, len(texts))
+                embeddings = getattr(response, "embeddings", None)
+                if embeddings is None:
+                    raise self._malformed("JSON without embeddings")
+                return self._checked(embeddings.float_, len(texts))
             except (ApiError, *TRANSPORT_ERRORS) as exc:
                 failure = self._transient_failure(exc)
         raise EmbeddingError(
@@ -80,15 +85,27 @@ class CohereEmbedder:
         if not isinstance(exc, ApiError):
             return f"connection failed: {type(exc).__name__}"
         status = exc.status_code
+        if status is not None and 200 <= status < 300:  # a success status whose body the SDK could not parse
+            raise self._malformed(f"HTTP {status} with a body that is not JSON ({str(exc.body)[:120]!r})") from None
         if status in (401, 403, 498):  # 498: Cohere's "invalid token"
             raise ConfigError(f"Cohere rejected COHERE_API_KEY ({status}): check the key") from None
         if status in (408, 429) or (status or 0) >= 500:
             return f"HTTP {status}"
         detail = exc.body.get("message") if isinstance(exc.body, dict) else None
         raise EmbeddingError(
-            f"Cohere refused the embed request (HTTP {status}: {detail or 'no message'}); "
+            f"Cohere refused the embed request (HTTP {status}: {self._scrubbed(detail or 'no message')}); "
             f"check COHERE_MODEL ({self.model_id!r}) and the texts"
         ) from None
+
+    def _malformed(self, what: str) -> EmbeddingError:
+        return EmbeddingError(
+            f"Cohere's reply to the embed request was {self._scrubbed(what)}, not the embed JSON it documents; "
+            "something between here and Cohere (a proxy, a gateway, CO_API_URL) answered instead: try again later"
+        )
+
+    def _scrubbed(self, text: str) -> str:
+        """The service's own words, which may echo the key back."""
+        return scrub(text, [self._api_key.reveal()])
 
     def _checked(self, vectors: list[list[float]] | None, count: int) -> list[list[float]]:
         """Vectors that fit the collection, or an error (another COHERE_MODEL may give other sizes)."""

@@ -2,14 +2,18 @@
 
 Crash safety comes from the engine's write-ahead log; a shard is created in a temporary folder and renamed into
 place, so a kill during creation never leaves a half-made shard. One process at a time: a lock file turns the
-engine's second-opener failure into a clear message.
+engine's second-opener failure into a clear message. Within a process, every EdgeStore on the same folder shares
+one open shard (a notebook that loads a program twice must not lock itself out). The ingest record sits next to
+the shard, as `<collection>.ingest.json`.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,20 +26,47 @@ from retrievers.store import DENSE, INDEXED_FIELDS, RRF_K, SPARSE, Hit, StoredPo
 _SCAN_PAGE = 512
 
 
+class _OpenShard:
+    """This process's hold on one shard folder: the lock file and the loaded shard, shared by its EdgeStores."""
+
+    def __init__(self, key: Path, lock_file):
+        self.key, self.lock_file = key, lock_file
+        self.shard: qe.EdgeShard | None = None
+        self.users = 0
+
+
+_OPEN: dict[Path, _OpenShard] = {}  # by lock file path
+_OPEN_GUARD = threading.Lock()
+
+
 class EdgeStore:
     def __init__(self, root: Path, collection: str):
         self.root = Path(root)
         self.collection = collection
         self.path = self.root / collection
-        self._shard: qe.EdgeShard | None = None
-        self._lock_file = None
+        self._lock_path = self.root / f"{collection}.lock"
+        self._record_path = self.root / f"{collection}.ingest.json"
+        self._held: _OpenShard | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------------
-    def _lock(self) -> None:
-        if self._lock_file is not None:
-            return
-        self.root.mkdir(parents=True, exist_ok=True)
-        handle = open(self.root / f"{self.collection}.lock", "a+")
+    def _lock(self) -> _OpenShard:
+        if self._held is not None:
+            return self._held
+        with _OPEN_GUARD:
+            key = self._lock_path.resolve()
+            if key not in _OPEN:
+                _OPEN[key] = _OpenShard(key, self._take_lock())
+            self._held = _OPEN[key]
+            self._held.users += 1
+        return self._held
+
+    def _take_lock(self):
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            handle = open(self._lock_path, "a+")  # noqa: SIM115 - kept open: the flock lasts as long as it
+        except OSError as exc:
+            raise StoreError(f"cannot write in the index folder {self.root} ({exc.strerror}): check "
+                             "BOOKRAG_DATA_DIR and its permissions") from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -50,27 +81,28 @@ class EdgeStore:
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
-        self._lock_file = handle
+        return handle
 
     @property
     def shard(self) -> qe.EdgeShard:
-        if self._shard is None:
-            self._lock()
+        held = self._lock()
+        if held.shard is None:
             if not self.exists():
                 raise StoreError(f"collection {self.collection!r} does not exist yet: run `python ingest.py BOOK_DIR`")
             try:
-                self._shard = qe.EdgeShard.load(str(self.path))
+                held.shard = qe.EdgeShard.load(str(self.path))
             except Exception as exc:  # noqa: BLE001 - the engine raises plain exceptions
                 raise StoreError(
                     f"cannot open the index at {self.path} ({exc}); rebuild it with `python ingest.py BOOK_DIR --recreate`"
                 ) from None
-        return self._shard
+        return held.shard
 
     def exists(self) -> bool:
         return self.path.is_dir()
 
     def create(self, dim: int) -> None:
         self._lock()
+        self.set_ingest_record(None)
         staging = self.root / f".{self.collection}.creating-{uuid.uuid4().hex[:8]}"
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
@@ -90,25 +122,51 @@ class EdgeStore:
         return len(sample[0].vector[DENSE])
 
     def drop(self) -> None:
-        self.close()
-        self._lock()
+        held = self._lock()
+        self.set_ingest_record(None)
+        if held.shard is not None:  # closed for every user in this process; the next access loads the new one
+            held.shard.close()
+            held.shard = None
         if self.exists():
             trash = self.root / f".{self.collection}.dropping-{uuid.uuid4().hex[:8]}"
             os.replace(self.path, trash)
             shutil.rmtree(trash, ignore_errors=True)
 
     def flush(self) -> None:
-        if self._shard is not None:
-            self._shard.flush()
+        if self._held is not None and self._held.shard is not None:
+            self._held.shard.flush()
 
     def close(self) -> None:
-        if self._shard is not None:
-            self._shard.flush()
-            self._shard.close()
-            self._shard = None
-        if self._lock_file is not None:
-            self._lock_file.close()  # releases the flock
-            self._lock_file = None
+        """Let go of the shard; the last user in this process closes it and releases the lock."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        with _OPEN_GUARD:
+            held.users -= 1
+            if held.shard is not None:
+                held.shard.flush()
+            if held.users:
+                return
+            if held.shard is not None:
+                held.shard.close()
+            held.lock_file.close()  # releases the flock
+            del _OPEN[held.key]
+
+    # -- the ingest record -------------------------------------------------------------------------------
+    def ingest_record(self) -> dict | None:
+        try:
+            return json.loads(self._record_path.read_text())
+        except (OSError, ValueError):  # none yet, or unreadable: either way the next ingest writes it
+            return None
+
+    def set_ingest_record(self, record: dict | None) -> None:
+        self._lock()
+        if record is None:
+            self._record_path.unlink(missing_ok=True)
+            return
+        staging = self._record_path.with_name(f".{self._record_path.name}.{uuid.uuid4().hex[:8]}")
+        staging.write_text(json.dumps(record) + "\n")
+        os.replace(staging, self._record_path)  # the record exists whole or not at all
 
     # -- writes ------------------------------------------------------------------------------------------
     def upsert(self, points: list[StoredPoint]) -> None:
@@ -157,17 +215,17 @@ class EdgeStore:
         dense = qe.Query.Nearest(q.dense, using=DENSE) if q.dense is not None else None
         sparse = qe.Query.Nearest(qe.SparseVector(q.sparse.indices, q.sparse.values), using=SPARSE) if q.sparse else None
         if q.mode == "hybrid":
-            stage = dict(
-                query=qe.Fusion.Rrf(k=RRF_K),
-                prefetches=[
+            stage = {
+                "query": qe.Fusion.Rrf(k=RRF_K),
+                "prefetches": [
                     qe.Prefetch(limit=q.candidates, query=dense, params=exact, filter=where),
                     qe.Prefetch(limit=q.candidates, query=sparse, filter=where),
                 ],
-            )
+            }
         else:
-            stage = dict(query=dense if q.mode == "dense" else sparse, filter=where, params=exact)
+            stage = {"query": dense if q.mode == "dense" else sparse, "filter": where, "params": exact}
         if q.mmr:  # diversify the stage's candidates by dense similarity
             pool = qe.Prefetch(limit=q.candidates, **stage)
             mmr = qe.Mmr(q.dense, lambda_=0.5, candidates_limit=q.candidates, using=DENSE)
-            stage = dict(query=mmr, prefetches=[pool], params=exact)
+            stage = {"query": mmr, "prefetches": [pool], "params": exact}
         return qe.QueryRequest(limit=q.limit, with_payload=True, **stage)

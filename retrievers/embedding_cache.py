@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
+from bookrag.errors import StoreError
 from retrievers.embedder import Embedder
 
 
@@ -17,12 +19,22 @@ class CachedEmbedder:
         self.inner = inner
         self.name, self.model_id, self.dim = inner.name, inner.model_id, inner.dim
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
-        self._db.commit()
+        with self._errors():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+            self._db.commit()
+
+    @contextmanager
+    def _errors(self):
+        """A cache that cannot be read or written (a read-only folder, a damaged file) is a StoreError naming it."""
+        try:
+            yield
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"the embedding cache {self.path} cannot be used ({exc}): check that BOOKRAG_DATA_DIR "
+                             "is a writable folder, or delete the file to start the cache afresh") from None
 
     def _key(self, kind: str, text: str) -> str:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -30,7 +42,7 @@ class CachedEmbedder:
 
     def _lookup(self, keys: list[str]) -> dict[str, list[float]]:
         found: dict[str, list[float]] = {}
-        with self._lock:
+        with self._lock, self._errors():
             for start in range(0, len(keys), 500):
                 batch = keys[start : start + 500]
                 marks = ",".join("?" * len(batch))
@@ -40,7 +52,7 @@ class CachedEmbedder:
         return found
 
     def _store(self, pairs: list[tuple[str, list[float]]]) -> None:
-        with self._lock:
+        with self._lock, self._errors():
             self._db.executemany(
                 "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                 [(key, np.asarray(vec, dtype=np.float32).tobytes()) for key, vec in pairs],

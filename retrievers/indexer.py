@@ -2,8 +2,9 @@
 
 The collection itself is the record of what is indexed: chunk ids are content hashes, so a run compares the
 book's chunks with the ids in the store, embeds only the new ones, fixes changed metadata, and deletes what
-the book no longer has. Upserts come before deletes, batch by batch, so a run killed at any moment leaves a
-usable index and the next run finishes the job without duplicates.
+the book no longer has. Upserts come before deletes, batch by batch, so a run killed at any moment leaves an
+index the next run finishes without duplicates. Whether the last run finished is told by the store's ingest
+record: removed before the first write, written after the last, so a killed run leaves none and readers can tell.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class IngestReport:
 def read_book(book_dir: Path, settings: Settings) -> tuple[list[Chunk], list[BookFileError], int]:
     """(chunks, per-file errors, number of Markdown files). An unusable folder raises BadArgumentError."""
     book_dir = Path(book_dir)
+    if book_dir.exists() and not book_dir.is_dir():
+        raise BadArgumentError(f"{book_dir} is not a folder: pass the folder that holds the .md/.mdx files")
     if not book_dir.is_dir():
         raise BadArgumentError(f"book folder {book_dir} does not exist: pass the folder that holds the .md/.mdx files")
     paths = find_pages(book_dir)
@@ -92,6 +95,12 @@ class Indexer:
         new = [c for c in chunks if c.id not in indexed]
         changed = {c.id: c.payload() for c in chunks if c.id in indexed and indexed[c.id] != c.payload()}
         report.skipped = len(chunks) - len(new) - len(changed)
+        # A file that failed to parse this time keeps its old chunks: an error is not a deletion.
+        keep_sources = {e.source for e in errors}
+        current = {c.id for c in chunks}
+        stale = [i for i, p in indexed.items() if i not in current and p.get("source") not in keep_sources]
+        if new or changed or stale:
+            self.store.set_ingest_record(None)  # from here until the end, the collection is not the book
 
         with progress_bar("Embedding", len(new), progress) as bar:
             for start in range(0, len(new), EMBED_BATCH):
@@ -101,14 +110,10 @@ class Indexer:
                 bar.advance(len(batch))
         self.store.set_payloads(changed)
         report.updated = len(changed)
-
-        # A file that failed to parse this time keeps its old chunks: an error is not a deletion.
-        keep_sources = {e.source for e in errors}
-        current = {c.id for c in chunks}
-        stale = [i for i, p in indexed.items() if i not in current and p.get("source") not in keep_sources]
         self.store.delete(stale)
         report.deleted = len(stale)
         self.store.flush()
+        self.store.set_ingest_record({"points": self.store.count()})  # last: the ingest completed
         report.seconds = time.perf_counter() - started
         log.info("ingest %s into %s: %s", book_dir, self.store.collection, report.summary())
         return report

@@ -6,12 +6,14 @@ leaves what matters intact: fenced code blocks (never touched), tables, the inne
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import yaml
 
+log = logging.getLogger(__name__)
 MARKDOWN_SUFFIXES = (".md", ".mdx")
 ROOT_MODULE = "general"
 
@@ -54,13 +56,21 @@ class Page:
 
 
 def find_pages(book_dir: Path) -> list[Path]:
-    """Every .md/.mdx file under the book folder, in a stable order (hidden folders and node_modules skipped)."""
+    """Every .md/.mdx file under the book folder, in a stable order (hidden folders and node_modules skipped).
+
+    A symlink whose target lies outside the book folder is skipped with a warning: the index, and the answers
+    quoting it, must hold only the book.
+    """
+    root = Path(book_dir).resolve()
     found = []
     for path in sorted(Path(book_dir).rglob("*")):
         rel = path.relative_to(book_dir).parts
         if any(p.startswith(".") or p == "node_modules" for p in rel):
             continue
         if path.suffix.lower() in MARKDOWN_SUFFIXES and path.is_file():
+            if not path.resolve().is_relative_to(root):
+                log.warning("skipped %s: it links to %s, outside the book folder", "/".join(rel), path.resolve())
+                continue
             found.append(path)
     return found
 

@@ -1,5 +1,7 @@
 """A Qdrant server or cluster through `qdrant-client` (QDRANT_URL + QDRANT_API_KEY, or QDRANT_HOST/QDRANT_PORT).
 
+The ingest record is kept in the collection's own metadata (key `bookrag_ingest`): it lives and dies with the
+collection, and unlike a marker point it never shows up in a search, a count or a scan.
 Tests drive this same class with `QdrantClient(":memory:")`, which speaks the same client models.
 """
 
@@ -11,17 +13,19 @@ from qdrant_client import QdrantClient, models
 
 from bookrag.config import Settings
 from bookrag.errors import StoreError
+from bookrag.redaction import mask_url
 from retrievers.store import DENSE, INDEXED_FIELDS, RRF_K, SPARSE, Hit, StoredPoint, StoreQuery
 
 _SCAN_PAGE = 512
 _UPSERT_BATCH = 256
+_RECORD_KEY = "bookrag_ingest"
 
 
 class ServerStore:
     def __init__(self, client: QdrantClient, collection: str, where: str = "the Qdrant server"):
         self.client = client
         self.collection = collection
-        self.where = where  # for messages: the URL, never the key
+        self.where = mask_url(where)  # for messages: the URL without its userinfo, never the key
 
     @classmethod
     def connect(cls, settings: Settings, collection: str) -> ServerStore:
@@ -115,6 +119,15 @@ class ServerStore:
         )
         return [[Hit(str(p.id), p.score, p.payload or {}) for p in r.points] for r in responses]
 
+    def ingest_record(self) -> dict | None:
+        info = self._call("read the collection", self.client.get_collection, self.collection)
+        return (info.config.metadata or {}).get(_RECORD_KEY)
+
+    def set_ingest_record(self, record: dict | None) -> None:
+        # Metadata updates merge into what is stored: the record is one key, replaced (or set to null) whole.
+        self._call("write the collection metadata", self.client.update_collection, self.collection,
+                   metadata={_RECORD_KEY: record})
+
     def flush(self) -> None:
         """Writes are acknowledged with wait=True; nothing is buffered client-side."""
 
@@ -130,18 +143,18 @@ class ServerStore:
         )
         sparse = models.SparseVector(indices=q.sparse.indices, values=q.sparse.values) if q.sparse else None
         if q.mode == "hybrid":
-            stage = dict(
-                query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
-                prefetch=[
+            stage = {
+                "query": models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
+                "prefetch": [
                     models.Prefetch(query=q.dense, using=DENSE, limit=q.candidates, filter=where, params=exact),
                     models.Prefetch(query=sparse, using=SPARSE, limit=q.candidates, filter=where),
                 ],
-            )
+            }
         else:
             vector, using = (q.dense, DENSE) if q.mode == "dense" else (sparse, SPARSE)
-            stage = dict(query=vector, using=using, filter=where, params=exact)
+            stage = {"query": vector, "using": using, "filter": where, "params": exact}
         if q.mmr:  # diversify the stage's candidates by dense similarity
             pool = models.Prefetch(limit=q.candidates, **stage)
             mmr = models.NearestQuery(nearest=q.dense, mmr=models.Mmr(diversity=0.5, candidates_limit=q.candidates))
-            stage = dict(query=mmr, using=DENSE, prefetch=[pool], params=exact)
+            stage = {"query": mmr, "using": DENSE, "prefetch": [pool], "params": exact}
         return models.QueryRequest(limit=q.limit, with_payload=True, **stage)

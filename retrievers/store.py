@@ -1,7 +1,8 @@
 """The small interface both Qdrant back ends offer (embedded engine and server), and its plain data types.
 
 Same schema in both: a `dense` cosine vector, a `bm25` sparse vector with Qdrant's IDF modifier, and keyword
-payload indexes on `module` and `source`.
+payload indexes on `module` and `source`. Both also keep an ingest record beside the points: the indexer removes it
+before its first write and writes it after its last, so a collection without one was left by an unfinished ingest.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class VectorStore(Protocol):
     def count(self) -> int: ...
 
     def query_batch(self, queries: list[StoreQuery]) -> list[list[Hit]]: ...
+
+    def ingest_record(self) -> dict | None: ...
+
+    def set_ingest_record(self, record: dict | None) -> None: ...
 
     def flush(self) -> None: ...
 

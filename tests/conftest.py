@@ -186,9 +186,12 @@ def small_index(settings, small_book, fake_embedder):
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The current environment without any bookrag/Cohere/Qdrant configuration, plus `extra`."""
+    """The current environment without any bookrag/Cohere/Qdrant configuration, plus `extra`.
+
+    CLI tests pin the command-line contract (arguments, exit codes, files), not the model: they answer
+    extractively, in milliseconds, unless `extra` says otherwise (the slow tests run the real local model)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BOOKRAG_", "COHERE_", "QDRANT_"))}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1", BOOKRAG_ANSWER_MODE="extractive")
     env.update(extra)
     return env
 

@@ -8,10 +8,18 @@ import sys
 import textwrap
 
 import pytest
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, FakeEmbedder
+from dspy.utils import DummyLM
 
 from bookrag.errors import ArtifactError
-from programs.compile.artifact import MANIFEST_FILE, PROGRAM_FILE, load_program, read_manifest, write_artifact
+from programs.compile.artifact import (
+    MANIFEST_FILE,
+    PROGRAM_FILE,
+    default_artifact,
+    load_program,
+    read_manifest,
+    write_artifact,
+)
 from programs.rag.book_rag import BookRAG
 from retrievers.book_index import BookIndex
 
@@ -19,7 +27,7 @@ from retrievers.book_index import BookIndex
 def manifest_for(index, **changes) -> dict:
     manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "local", "embedder": index.embedder.name,
                 "collection": index.collection, "book": str(index.book_dir),
-                "index_fingerprint": index.fingerprint()}
+                "index_fingerprint": index.fingerprint(), "answer_mode": "extractive"}  # as the programs below
     return {**manifest, **changes}
 
 
@@ -77,6 +85,26 @@ def test_rewriting_replaces_the_artifact_and_leaves_no_staging_folders(small_ind
     assert [p.name for p in artifact.parent.iterdir()] == [artifact.name]
 
 
+def test_the_default_artifact_is_restored_after_a_kill_between_the_renames(small_index, artifact):
+    """ask.py and evaluate.py look for artifacts/<book>/: it must come back, not silently be passed over."""
+    artifact.rename(artifact.with_name(f".{artifact.name}.old-deadbeef"))
+    settings = small_index.settings.replace(artifacts_dir=artifact.parent)
+    assert default_artifact(settings, small_index.book_dir.with_name(artifact.name)) == artifact
+    assert read_manifest(artifact)["collection"] == small_index.collection
+
+
+def test_the_next_write_cleans_what_killed_writes_left_behind(small_index, artifact):
+    """A kill between the renames leaves `.old-*` (and no artifact); a kill mid-save leaves `.writing-*`."""
+    artifact.rename(artifact.with_name(f".{artifact.name}.old-deadbeef"))
+    half_written = artifact.with_name(f".{artifact.name}.writing-0badf00d")
+    half_written.mkdir()
+    (half_written / PROGRAM_FILE).write_text('{"generate": ')
+    program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
+    write_artifact(program, artifact, manifest_for(small_index, lm="openai/gpt-4o-mini"))
+    assert [p.name for p in artifact.parent.iterdir()] == [artifact.name]
+    assert read_manifest(artifact)["lm"] == "openai/gpt-4o-mini"
+
+
 def test_a_missing_artifact_says_how_to_make_one(tmp_path):
     with pytest.raises(ArtifactError, match="optimize.py"):
         read_manifest(tmp_path / "nothing-here")
@@ -91,6 +119,14 @@ def test_a_hand_edited_manifest_is_rejected(artifact, text, message):
     (artifact / MANIFEST_FILE).write_text(text)
     with pytest.raises(ArtifactError, match=message):
         read_manifest(artifact)
+
+
+def test_a_hand_edited_gate_threshold_out_of_range_is_refused(small_index, artifact):
+    program = json.loads((artifact / PROGRAM_FILE).read_text())
+    program["gate"]["threshold"] = -1.0  # would answer every question
+    (artifact / PROGRAM_FILE).write_text(json.dumps(program))
+    with pytest.raises(ArtifactError, match=r"hand-edited.*threshold must lie in \[0, 1\], got -1.0"):
+        load_program(artifact, small_index.settings, index=small_index)
 
 
 @pytest.mark.parametrize("text", ['{"generate": ', '{"gate": {"weights": "x"}}', "gASVAAAAAAAAAAA="])
@@ -127,3 +163,24 @@ def test_another_books_collection_is_refused(small_index, artifact):
     (artifact / MANIFEST_FILE).write_text(json.dumps({**manifest, "collection": "other-book__fake16"}))
     with pytest.raises(ArtifactError, match="recompile"):
         load_program(artifact, small_index.settings, index=small_index)
+
+
+class NamedLikeMiniLM(FakeEmbedder):
+    """Fills the collection load_program opens by itself (`<book>__minilm384`), without loading MiniLM."""
+
+    name, dim = "minilm384", 384
+
+
+def test_load_program_twice_in_one_process_shares_the_open_index(settings, small_book, tmp_path):
+    """A notebook re-runs its cells: the second load must not find its own process holding the index."""
+    with BookIndex(settings, small_book, embedder=NamedLikeMiniLM()) as index:
+        index.ingest(progress=False)
+        manifest = manifest_for(index)
+        artifact = write_artifact(BookRAG(index.retriever, answer_mode="extractive"), tmp_path / "art", manifest)
+    first = load_program(artifact, settings, lm=DummyLM([]))
+    second = load_program(artifact, settings, lm=DummyLM([]))
+    assert second.index.store.count() == first.index.store.count() > 0
+    first.index.close()
+    (hit,) = second.index.retriever.search("zephyrine reliability", k=1, mode="sparse")  # no embedding needed
+    assert hit.source == "01-ros2/01-nodes.md"
+    second.index.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -68,8 +69,9 @@ def env(tmp_path_factory) -> dict[str, str]:
         (book / rel).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("BOOKRAG_", "COHERE_", "QDRANT_")) and k not in SECRETS}
+    # Extractive answers: these tests pin the CLI contract; test_the_local_model_answers_... runs the real model.
     return {**clean, **SECRETS, "BOOKRAG_DATA_DIR": str(root / "data"), "BOOKRAG_BOOK": str(book),
-            "BOOKRAG_ARTIFACTS_DIR": str(root / "artifacts"), "COLUMNS": "200"}
+            "BOOKRAG_ARTIFACTS_DIR": str(root / "artifacts"), "COLUMNS": "200", "BOOKRAG_ANSWER_MODE": "extractive"}
 
 
 def run_ask(env: dict[str, str], *args: str, stdin: str = "", **extra_env: str) -> subprocess.CompletedProcess:
@@ -116,6 +118,27 @@ def test_in_scope_question_answers_with_citations_verbose_json_and_no_secrets(en
     assert "Indexing" not in result.stderr  # the index from the first run is reused
 
 
+@pytest.mark.slow
+def test_the_local_model_answers_how_tall_kestrel_is_briefly_and_cites_intro(tmp_path):
+    """The README's first example, as a user runs it: the bundled book, the packaged model, generated answers."""
+    from programs.lm.packaged_model import QWEN_CODER_1_5B
+
+    models = tmp_path / "data" / "models"
+    models.mkdir(parents=True)
+    packaged = QWEN_CODER_1_5B.path(ROOT / "data" / "models")  # assembled once, shared with the other slow tests
+    (models / packaged.name).symlink_to(packaged)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("BOOKRAG_", "COHERE_", "QDRANT_"))}
+    env = {**clean, "BOOKRAG_DATA_DIR": str(tmp_path / "data"), "BOOKRAG_ARTIFACTS_DIR": str(tmp_path / "artifacts")}
+    answered = run_ask(env, "How tall is Kestrel?", "--json")
+    assert answered.returncode == 0, answered.stderr
+    data = one_json_object(answered.stdout)
+    assert data["mode"] == "generated" and "1.2 m" in data["answer"]
+    assert len(re.findall(r"[.!?](?:\s|$)", data["answer"].strip())) <= 2  # one or two sentences
+    assert "intro.md" in [c["source"] for c in data["citations"]]
+    refused = run_ask(env, "What is the capital of France?", "--json")
+    assert refused.returncode == 1 and one_json_object(refused.stdout)["is_refusal"] is True
+
+
 def test_chat_through_stdin_resets_and_exits_cleanly(env, first_run):
     result = run_ask(env, stdin=f"{IN_SCOPE}\n/reset\n{OUT_OF_SCOPE}\n/exit\nnever asked\n")
     assert result.returncode == 0, result.stderr
@@ -135,6 +158,35 @@ def test_bad_environment_variable_exits_2(env):
     result = run_ask(env, IN_SCOPE, "--json", BOOKRAG_TOP_K="abc")
     assert result.returncode == 2
     assert "BOOKRAG_TOP_K" in result.stderr and result.stdout == ""
+
+
+@pytest.fixture
+def artifact_left_aside(env, first_run, tmp_path) -> Path:
+    """A compiled program for the book (its gate refuses everything), as an optimize killed between its two renames
+    leaves it: moved aside to `.book.old-*`, the new one not yet in place."""
+    from programs.compile.artifact import write_artifact
+    from programs.rag.book_rag import BookRAG
+    from programs.refusal.refusal_gate import RefusalGate
+
+    program = BookRAG(None, answer_mode="extractive")
+    program.gate = RefusalGate.cosine_cut(2.0)  # no cosine reaches 2
+    manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "local", "embedder": "minilm384",
+                "collection": "book__minilm384", "book": env["BOOKRAG_BOOK"], "index_fingerprint": "0" * 16,
+                "answer_mode": "extractive"}
+    artifact = write_artifact(program, tmp_path / "artifacts" / "book", manifest)
+    artifact.rename(artifact.with_name(".book.old-deadbeef"))
+    return artifact
+
+
+@pytest.mark.parametrize("how", ["default", "--program"])
+def test_a_program_left_aside_by_a_killed_optimize_is_restored_and_used(env, artifact_left_aside, how):
+    """Not the uncalibrated program instead (default), nor "not a folder" (--program)."""
+    args = ["--program", str(artifact_left_aside)] if how == "--program" else []
+    result = run_ask(env, IN_SCOPE, "--json", *args, BOOKRAG_ARTIFACTS_DIR=str(artifact_left_aside.parent))
+    assert result.returncode == 1, result.stderr
+    data = one_json_object(result.stdout)
+    assert data["is_refusal"] and data["gate"]["calibrated"] is True
+    assert artifact_left_aside.is_dir() and [p.name for p in artifact_left_aside.parent.iterdir()] == ["book"]
 
 
 # -- in process: the chat loop and --validate, with stub programs --------------------------------------------------

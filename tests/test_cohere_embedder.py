@@ -1,13 +1,17 @@
-"""CohereEmbedder against a fake Cohere API that speaks the real HTTP protocol (through the real SDK)."""
+"""CohereEmbedder against a fake Cohere API that speaks the real HTTP protocol (through the real SDK): in process
+through an httpx transport, and for the command lines as an HTTP server on 127.0.0.1 (the SDK reads CO_API_URL)."""
 
 from __future__ import annotations
 
 import json
+import threading
 import traceback
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+from conftest import SMALL_BOOK, clean_env, run_script, write_book
 
 from bookrag.config import Secret, Settings
 from bookrag.errors import ConfigError, EmbeddingError
@@ -28,12 +32,14 @@ class FakeCohere:
 
     `failures` are answered first, one per request: an HTTP status (with Cohere's JSON error body),
     a `(status, text)` pair for a non-JSON body (as a gateway sends), or an httpx exception class.
+    `echo`: error messages repeat the request's Authorization header, as careless services do.
     """
 
-    def __init__(self, failures=(), key: str = KEY, dim: int = 1024):
+    def __init__(self, failures=(), key: str = KEY, dim: int = 1024, echo: bool = False):
         self.failures = list(failures)
         self.key = key
         self.dim = dim
+        self.echo = echo
         self.requests: list[httpx.Request] = []
 
     @property
@@ -45,14 +51,15 @@ class FakeCohere:
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
-        if (request.method, str(request.url)) != ("POST", "https://api.cohere.com/v2/embed"):
+        if (request.method, request.url.path) != ("POST", "/v2/embed"):
             return self.error(404, f"no route for {request.method} {request.url.path}")
         if request.headers.get("authorization") != f"Bearer {self.key}":
             return self.error(401, "invalid api token")
         if self.failures:
             failure = self.failures.pop(0)
             if isinstance(failure, int):
-                return self.error(failure, "simulated failure")
+                echoed = f" for {request.headers['authorization']}" if self.echo else ""
+                return self.error(failure, f"simulated failure{echoed}")
             if isinstance(failure, tuple):
                 return httpx.Response(failure[0], text=failure[1], headers={"content-type": "text/html"})
             raise failure("simulated", request=request)
@@ -76,6 +83,46 @@ class FakeCohere:
     @staticmethod
     def error(status: int, message: str) -> httpx.Response:
         return httpx.Response(status, json={"id": str(uuid.uuid4()), "message": message})
+
+
+class CohereServer(ThreadingHTTPServer):
+    """A FakeCohere served over HTTP on 127.0.0.1: point the SDK at it with CO_API_URL=server.url."""
+
+    daemon_threads = True
+
+    def __init__(self, fake: FakeCohere):
+        super().__init__(("127.0.0.1", 0), _CohereHandler)
+        self.fake = fake
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_port}"
+
+
+class _CohereHandler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        request = httpx.Request("POST", f"{self.server.url}{self.path}", headers=dict(self.headers), content=body)
+        response = self.server.fake(request)
+        self.send_response(response.status_code)
+        self.send_header("Content-Type", response.headers.get("content-type", "application/json"))
+        self.send_header("Content-Length", str(len(response.content)))
+        self.end_headers()
+        self.wfile.write(response.content)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def cohere_server():
+    server = CohereServer(FakeCohere())
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
 
 
 def cohere_embedder(fake: FakeCohere, key: str = KEY, sleeps: list | None = None, **kwargs) -> CohereEmbedder:
@@ -213,3 +260,53 @@ def test_make_embedder_builds_a_cohere_embedder():
     embedder = make_embedder(Settings(embedder="cohere", cohere_api_key=Secret("k")), cached=False)
     assert isinstance(embedder, CohereEmbedder)
     assert (embedder.name, embedder.model_id, embedder.dim) == ("cohere1024", "embed-english-v3.0", 1024)
+
+
+def test_a_bad_request_that_echoes_the_key_does_not_show_it():
+    """The key is the embedder's own (not in the environment), so only the embedder can scrub it."""
+    with pytest.raises(EmbeddingError, match="HTTP 400: simulated failure for Bearer") as caught:
+        cohere_embedder(FakeCohere([400], echo=True)).embed_documents(["a chunk"])
+    assert KEY not in "".join(traceback.format_exception(caught.value))
+
+
+@pytest.mark.parametrize("reply", [(200, '{"embeddings": {"float": [[0.1, '), (200, '{"id": "x"}')],
+                         ids=["truncated-json", "json-without-embeddings"])
+def test_a_malformed_reply_is_reported_as_one_not_as_a_wrong_cohere_model(reply):
+    with pytest.raises(EmbeddingError, match="not the embed JSON") as caught:
+        cohere_embedder(FakeCohere([reply])).embed_query("q")
+    assert "COHERE_MODEL" not in str(caught.value)
+
+
+def cohere_env(tmp_path, server: CohereServer, **extra) -> dict[str, str]:
+    return clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_ARTIFACTS_DIR=str(tmp_path / "artifacts"),
+                     BOOKRAG_EMBEDDER="cohere", COHERE_API_KEY=KEY, CO_API_URL=server.url, **extra)
+
+
+def test_ingest_cli_talks_to_cohere_over_http_and_never_prints_an_echoed_key(tmp_path, cohere_server):
+    book = write_book(tmp_path / "book", SMALL_BOOK)
+    cohere_server.fake.failures, cohere_server.fake.echo = [400], True
+    result = run_script("ingest.py", book, cwd=tmp_path, env=cohere_env(tmp_path, cohere_server))
+    assert result.returncode == 3, result.stderr
+    assert "Cohere refused the embed request (HTTP 400: simulated failure for Bearer ***)" in result.stderr
+    assert KEY not in result.stdout + result.stderr
+    assert len(cohere_server.fake.requests) == 1
+    done = run_script("ingest.py", book, cwd=tmp_path, env=cohere_env(tmp_path, cohere_server))  # the fake is fine now
+    assert done.returncode == 0, done.stderr
+    assert "book__cohere1024: files 4, chunks 7, embedded 7" in done.stdout
+
+
+@pytest.mark.parametrize("command", [["ask.py", "What is a node?"], ["evaluate.py"]], ids=["ask", "evaluate"])
+def test_an_artifact_of_another_embedder_is_refused_before_anything_is_embedded(tmp_path, cohere_server, command):
+    book = write_book(tmp_path / "book", SMALL_BOOK)
+    artifact = tmp_path / "artifacts" / "book"
+    artifact.mkdir(parents=True)
+    (artifact / "manifest.json").write_text(json.dumps({
+        "bookrag_version": "test", "dspy_version": "test", "lm": "local", "embedder": "minilm384",
+        "collection": "book__minilm384", "book": str(book), "index_fingerprint": "0" * 16}))
+    (artifact / "program.json").write_text("{}")
+    result = run_script(*command, "--book", book, "--program", artifact, cwd=tmp_path,
+                        env=cohere_env(tmp_path, cohere_server))
+    assert result.returncode == 2, result.stderr
+    assert "compiled with the minilm384 embedder but cohere1024 is configured" in result.stderr
+    assert "BOOKRAG_EMBEDDER" in result.stderr
+    assert cohere_server.fake.requests == []  # not one text of the book was sent to Cohere

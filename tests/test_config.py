@@ -69,6 +69,38 @@ def test_cli_override_of_expand_is_validated(tmp_path, monkeypatch):
         Settings().replace(expand="bogus")
 
 
+@pytest.mark.parametrize("value", ["nonsense", "gpt", "openai/", "/gpt-4o"])
+def test_an_lm_without_a_provider_is_a_config_error_up_front(value):
+    with pytest.raises(ConfigError, match=r"BOOKRAG_LM must be local or a LiteLLM model string provider/model"):
+        Settings.from_env({"BOOKRAG_LM": value})
+
+
+@pytest.mark.parametrize("value", ["local", "openai/gpt-4o-mini", "gemini/gemini-2.0-flash", "ollama_chat/qwen2.5:7b"])
+def test_local_and_provider_model_strings_are_accepted(value):
+    assert Settings.from_env({"BOOKRAG_LM": value}).lm == value
+
+
+@pytest.mark.parametrize("value", ["not a url", "localhost:6333", "ftp://qdrant.example"])
+def test_qdrant_url_must_be_an_http_url(value):
+    with pytest.raises(ConfigError, match="QDRANT_URL must be an http:// or https:// URL"):
+        Settings.from_env({"QDRANT_URL": value})
+
+
+def test_a_bad_qdrant_url_is_shown_without_its_credentials():
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"QDRANT_URL": "admin:qdrant-pw-5e1f@qdrant.example:6333"})
+    assert "qdrant-pw-5e1f" not in str(caught.value) and "***@qdrant.example:6333" in str(caught.value)
+
+
+def test_data_dir_that_is_a_file_or_under_one_is_a_config_error(tmp_path):
+    file = tmp_path / "data.txt"
+    file.write_text("not a folder")
+    for data_dir in (file, file / "data"):
+        with pytest.raises(ConfigError, match=f"BOOKRAG_DATA_DIR {data_dir} is not a folder: {file} is a file"):
+            Settings.from_env({"BOOKRAG_DATA_DIR": str(data_dir)})
+    assert Settings.from_env({"BOOKRAG_DATA_DIR": str(tmp_path / "new" / "data")}).data_dir == tmp_path / "new" / "data"
+
+
 # -- .env -------------------------------------------------------------------------------------------------------
 
 def write_dotenv(folder: Path) -> Path:

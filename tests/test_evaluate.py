@@ -132,14 +132,34 @@ def test_compare_loads_an_artifact_on_the_same_index(workspace, capsys):
     assert compiled["false_refusal_rate"] == pytest.approx(4 / 5)
 
 
+def test_a_program_left_aside_by_a_killed_optimize_is_restored_not_rejected(workspace, capsys):
+    """An optimize killed between its two renames leaves `.<name>.old-*` and no `<name>`: --program repairs it."""
+    from retrievers import BookIndex
+
+    settings = Settings.from_env().replace(book_dir=workspace["book"])
+    with BookIndex(settings) as index:
+        index.ingest(progress=False)
+        program = BookRAG(index.retriever, answer_mode="extractive")
+        program.gate = RefusalGate.cosine_cut(2.0)  # no cosine reaches 2
+        manifest = {"bookrag_version": "test", "dspy_version": dspy.__version__, "lm": "local",
+                    "embedder": index.embedder.name, "collection": index.collection, "book": str(workspace["book"]),
+                    "index_fingerprint": index.fingerprint(), "answer_mode": "extractive"}
+    artifact = write_artifact(program, workspace["root"] / "artifacts" / "refuse-all", manifest)
+    artifact.rename(artifact.with_name(".refuse-all.old-deadbeef"))
+
+    assert run_evaluate(workspace, "--program", str(artifact), "--json") == 0
+    assert only_json(capsys)["refusal_recall"] == 1.0  # the artifact's gate, not zero-shot's
+    assert artifact.is_dir()
+
+
 def test_without_a_program_flag_the_default_artifact_is_used_if_compiled(workspace, capsys):
     assert run_evaluate(workspace, "--json") == 0
     assert only_json(capsys)["program"] == "zero-shot"  # nothing compiled yet
 
 
-@pytest.mark.parametrize(("threshold", "code"), [("1.01", 5), ("0.0", 0)])
+@pytest.mark.parametrize(("threshold", "code"), [("1.0", 5), ("0.0", 0)])
 def test_min_accuracy_gates_the_combined_score(workspace, capsys, threshold, code):
-    assert run_evaluate(workspace, "--zero-shot", "--min-accuracy", threshold) == code
+    assert run_evaluate(workspace, "--baseline", "--min-accuracy", threshold) == code  # the seed design: below 1
     assert ("below --min-accuracy" in capsys.readouterr().err) is (code == 5)
 
 
@@ -150,6 +170,8 @@ def test_min_accuracy_gates_the_combined_score(workspace, capsys, threshold, cod
     (["--program", "no/such/artifact"], "is not an artifact folder"),
     (["--zero-shot", "--k", "3"], "apply to --retrieval-only"),
     (["--zero-shot", "--semantic-f1"], "needs a hosted LM judge"),
+    (["--zero-shot", "--min-accuracy", "2"], "--min-accuracy is a combined score from 0 to 1, got 2.0"),
+    (["--zero-shot", "--min-accuracy", "-0.1"], "--min-accuracy is a combined score from 0 to 1"),
 ])
 def test_bad_arguments_exit_4_before_touching_the_index(workspace, capsys, args, message):
     with pytest.raises(SystemExit) as exc:
@@ -196,22 +218,24 @@ def fixed(answer, citations=(), sources=("a.md", "b.md"), refused=False) -> dspy
 
 def test_program_report_aggregates_the_per_question_metrics():
     questions = [
-        Question("right", "right", True, ("a.md",), ("24 kg",), category="factual"),
+        Question("right", "right", True, ("a.md",), ("24 kg",), "It has 24 kg.", category="factual"),
         Question("half", "half", True, ("b.md",), ("1.2 m", "24 kg"), category="factual"),
-        Question("missed", "missed", True, ("z.md",), ("x",), category="factual"),  # gold never retrieved
+        Question("missed", "missed", True, ("z.md",), ("x",), "It is x.", category="factual"),  # never retrieved
         Question("refuse-ok", "refuse-ok", False, category="near-miss"),
         Question("refuse-bad", "refuse-bad", False, category="near-miss"),
     ]
     program = FixedProgram({
         "right": fixed("It has 24 kg.", citations=[1]),  # 1.0
-        "half": fixed("It is 1.2 m.", citations=[1, 5]),  # 0.6 * 0.5 + 0.2 * 0.5 + 0 (b.md not cited)
+        "half": fixed("It is 1.2 m.", citations=[1, 5]),  # 0.8 * 0.5 (no reference) + 0.1 * 0.5 + 0 (b.md not cited)
         "missed": fixed("", refused=True),  # falsely refused: 0
         "refuse-ok": fixed("", refused=True),  # 1
         "refuse-bad": fixed("Something.", citations=[2]),  # 0
     })
     report = program_report(program, questions, progress=False)
     assert report["n"] == 5 and (report["n_answerable"], report["n_must_refuse"]) == (3, 2)
-    assert report["combined"] == pytest.approx((1.0 + 0.4 + 0 + 1 + 0) / 5)
+    assert report["combined"] == pytest.approx((1.0 + 0.45 + 0 + 1 + 0) / 5)
+    assert report["token_f1"] == pytest.approx((1.0 + 0.0) / 2)  # questions with a reference; refused scores 0
+    assert report["answer_words_p50"] == 4
     assert report["answer_accuracy"] == pytest.approx(1 / 3)
     assert report["key_facts_in_answers"] == pytest.approx(1 / 2)  # of the two answered
     assert report["refusal_recall"] == pytest.approx(1 / 2)
@@ -220,7 +244,8 @@ def test_program_report_aggregates_the_per_question_metrics():
     assert report["gold_citation_rate"] == pytest.approx(1 / 2)
     assert report["recall_at_k"] == pytest.approx(2 / 3)
     assert report["per_category"]["factual"] == {"n": 3, "answerable": 3, "accuracy": pytest.approx(1 / 3),
-                                                 "combined": pytest.approx(1.4 / 3)}
+                                                 "combined": pytest.approx(1.45 / 3), "token_f1": 0.5,
+                                                 "answer_words_p50": 4}
     assert report["per_category"]["near-miss"]["accuracy"] == 0.5
     assert [r["passed"] for r in report["rows"]] == [True, False, False, True, False]
     assert report["rows"][0]["top_dense"] == 0.6 and report["tokens_per_question"] == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import signal
 import subprocess
 import sys
@@ -11,13 +12,15 @@ from collections import Counter
 
 import pytest
 from conftest import PROJECT_ROOT, SMALL_BOOK, FakeEmbedder, clean_env, run_script, write_book
+from qdrant_client import QdrantClient
 
 from bookrag.config import Settings
-from bookrag.errors import StoreError
+from bookrag.errors import EmbeddingError, StoreError
 from retrievers.book_index import BookIndex
 from retrievers.edge_store import EdgeStore
 from retrievers.indexer import collection_name, read_book
 from retrievers.minilm_embedder import MiniLMEmbedder
+from retrievers.server_store import ServerStore
 
 GAZEBO = "02-sim/01-gazebo.md"
 
@@ -151,40 +154,58 @@ def test_ingest_of_a_missing_or_empty_folder_is_a_bad_argument(settings, tmp_pat
 # -- crash safety --------------------------------------------------------------------------------------------
 
 KILL_DRIVER = textwrap.dedent("""
-    import sys
+    import sys, time
     sys.path[:0] = [{tests!r}, {root!r}]
     from pathlib import Path
     from conftest import FakeEmbedder
     from bookrag.config import Settings
     from retrievers.book_index import BookIndex
+    from retrievers.embedder import make_embedder
 
-    # The real indexer and store; only the embedder is the slow fake, which announces each batch.
-    with BookIndex(Settings(data_dir=Path(sys.argv[1])), Path(sys.argv[2]),
-                   embedder=FakeEmbedder(delay=float(sys.argv[3]), announce=True)) as index:
+    class Announcing:
+        \"\"\"The configured embedder (MiniLM), slowed down and announcing each batch like the fake one.\"\"\"
+
+        def __init__(self, inner, delay):
+            self.inner, self.delay, self.batches = inner, delay, 0
+            self.name, self.model_id, self.dim = inner.name, inner.model_id, inner.dim
+
+        def embed_documents(self, texts):
+            self.batches += 1
+            print(f"embedding batch {{self.batches}} ({{len(texts)}} texts)", flush=True)
+            time.sleep(self.delay)
+            return self.inner.embed_documents(texts)
+
+    # The real indexer and store; only the embedder is slow, and announces each batch.
+    settings = Settings(data_dir=Path(sys.argv[1]))
+    delay = float(sys.argv[3])
+    embedder = (FakeEmbedder(delay=delay, announce=True) if sys.argv[4] == "fake"
+                else Announcing(make_embedder(settings), delay))
+    with BookIndex(settings, Path(sys.argv[2]), embedder=embedder) as index:
         print("done", index.ingest(progress=False).summary(), flush=True)
 """)
 
 
-def test_ingest_killed_after_its_first_batch_leaves_a_usable_store_that_the_next_run_completes(tmp_path):
-    files = {
+def big_book(root, pages: int = 200):
+    """`pages` pages of two sections each: one chunk per section."""
+    return write_book(root, {
         f"{i // 25:02d}-part/{i:03d}-page.md": f"# Page {i}\n\n## First\n\nPage {i} opens with word{i}a.\n\n"
                                                f"## Second\n\nPage {i} closes with word{i}b.\n"
-        for i in range(200)
-    }
-    book = write_book(tmp_path / "big-book", files)
-    settings = Settings(data_dir=tmp_path / "data")
-    expected = book_chunks(settings, book)
-    assert len(expected) == 400  # EMBED_BATCH is 64: the kill lands with 6 of 7 batches to go
+        for i in range(pages)
+    })
 
+
+def kill_ingest_during_its_second_batch(tmp_path, settings, book, embedder: str = "fake") -> None:
+    """Run an ingest in a child process and SIGKILL it once its first batch is upserted (batch 2 starts only
+    after batch 1 was upserted). `embedder`: `fake` (the slow FakeEmbedder) or `configured` (MiniLM, slowed)."""
     driver = tmp_path / "driver.py"
     driver.write_text(KILL_DRIVER.format(tests=str(PROJECT_ROOT / "tests"), root=str(PROJECT_ROOT)))
     announced = []
-    with subprocess.Popen([sys.executable, str(driver), str(settings.data_dir), str(book), "1.0"],
+    with subprocess.Popen([sys.executable, str(driver), str(settings.data_dir), str(book), "1.0", embedder],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env()) as proc:
-        watchdog = threading.Timer(60, proc.kill)  # never hang the suite on a stuck child
+        watchdog = threading.Timer(120, proc.kill)  # never hang the suite on a stuck child
         watchdog.start()
         try:
-            for line in proc.stdout:  # batch 2 starts only after batch 1 was upserted
+            for line in proc.stdout:
                 announced.append(line)
                 if line.startswith("embedding batch 2"):
                     proc.send_signal(signal.SIGKILL)
@@ -197,11 +218,21 @@ def test_ingest_killed_after_its_first_batch_leaves_a_usable_store_that_the_next
         stderr = proc.stderr.read()
     assert proc.returncode == -signal.SIGKILL, (announced, stderr)
 
+
+def test_ingest_killed_after_its_first_batch_is_marked_incomplete_and_the_next_run_completes_it(tmp_path):
+    book = big_book(tmp_path / "big-book")
+    settings = Settings(data_dir=tmp_path / "data")
+    expected = book_chunks(settings, book)
+    assert len(expected) == 400  # EMBED_BATCH is 64: the kill lands with 6 of 7 batches to go
+    kill_ingest_during_its_second_batch(tmp_path, settings, book)
+
     with BookIndex(settings, book, embedder=FakeEmbedder()) as index:
         survived = index.store.count()
         # The first batch survived the kill (a second one only if this machine was too busy to kill in time).
         assert survived in (64, 128)
+        assert index.ingest_state() == "incomplete"
         report = index.ingest(progress=False)
+        assert index.ingest_state() == "complete"
         ids = [hit.id for hit in index.store.scan()]
         assert index.store.count() == len(ids) == len(expected)
         assert len(set(ids)) == len(ids)
@@ -211,22 +242,97 @@ def test_ingest_killed_after_its_first_batch_leaves_a_usable_store_that_the_next
         assert hits[0].source == "00-part/007-page.md"
 
 
+def test_load_program_on_an_index_whose_ingest_was_killed_says_how_to_complete_it(tmp_path):
+    from dspy.utils import DummyLM
+
+    from bookrag.errors import ArtifactError
+    from programs.compile.artifact import load_program, write_artifact
+    from programs.rag.book_rag import BookRAG
+
+    book = big_book(tmp_path / "big-book")
+    settings = Settings(data_dir=tmp_path / "data")
+    kill_ingest_during_its_second_batch(tmp_path, settings, book)
+
+    with BookIndex(settings, book, embedder=FakeEmbedder()) as index:
+        manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "local", "embedder": "fake16",
+                    "collection": index.collection, "book": str(book), "index_fingerprint": "compiled-elsewhere",
+                    "answer_mode": "extractive"}
+        artifact = write_artifact(BookRAG(index.retriever), tmp_path / "artifacts" / "big-book", manifest)
+        with pytest.raises(ArtifactError, match=r"did not finish.*python ingest.py") as caught:
+            load_program(artifact, settings, index=index, lm=DummyLM([]))
+        assert str(book) in str(caught.value)
+        index.ingest(progress=False)
+        assert load_program(artifact, settings, index=index, lm=DummyLM([])).index is index
+
+
+def test_ask_after_an_ingest_killed_midway_completes_it_before_answering(tmp_path):
+    """The issue's reproduction: `python ingest.py` killed with SIGKILL partway, then `python ask.py`."""
+    book = big_book(tmp_path / "book", pages=100)
+    settings = Settings(data_dir=tmp_path / "data")
+    kill_ingest_during_its_second_batch(tmp_path, settings, book, embedder="configured")
+
+    env = clean_env(BOOKRAG_DATA_DIR=str(settings.data_dir), BOOKRAG_BOOK=str(book),
+                    BOOKRAG_ARTIFACTS_DIR=str(tmp_path / "artifacts"), BOOKRAG_ANSWER_MODE="extractive")
+    asked = run_script("ask.py", "What is the capital city of Australia?", "--json", cwd=tmp_path, env=env,
+                       timeout=180)
+    assert asked.returncode in (0, 1), asked.stderr
+    assert "the last one did not complete" in asked.stderr
+    with BookIndex(settings, book) as index:  # MiniLM's collection; nothing here embeds
+        assert index.ingest_state() == "complete"
+        assert index.store.count() == len(book_chunks(settings, book)) == 200
+
+
+class FlakyEmbedder(FakeEmbedder):
+    """An embedding service that goes down once: on the call after `outage_after` successful batches."""
+
+    outage_after: int | None = 1
+
+    def embed_documents(self, texts):
+        if len(self.document_batches) == self.outage_after:
+            self.outage_after = None
+            raise EmbeddingError("simulated outage")
+        return super().embed_documents(texts)
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
+@pytest.mark.parametrize("kind", ["embedded", "server"])
+def test_an_ingest_that_fails_midway_is_incomplete_until_a_run_finishes_it(tmp_path, settings, kind):
+    book = big_book(tmp_path / "big-book", pages=50)  # 100 chunks: two batches
+    embedder = FlakyEmbedder()  # fails on the second batch
+    collection = collection_name(book, embedder)
+    store = EdgeStore(settings.store_dir, collection) if kind == "embedded" else \
+        ServerStore(QdrantClient(":memory:"), collection)
+    with BookIndex(settings, book, embedder=embedder, store=store) as index:
+        with pytest.raises(EmbeddingError):
+            index.ingest(progress=False)
+        assert index.store.count() == 64 and index.ingest_state() == "incomplete"
+        index.ingest(progress=False)
+        assert index.ingest_state() == "complete"
+        assert index.store.ingest_record() == {"points": 100}
+        page = book / "00-part" / "000-page.md"  # any change: incomplete from the first write until the last
+        page.write_text(page.read_text() + "\nA closing line.\n")
+        embedder.outage_after = len(embedder.document_batches)  # fails on the next batch
+        with pytest.raises(EmbeddingError):
+            index.ingest(progress=False)
+        assert index.ingest_state() == "incomplete"
+
+
 # -- one process at a time ----------------------------------------------------------------------------------
 
 
-def test_a_second_opener_of_the_embedded_store_gets_a_clear_store_error(tmp_path):
+def test_stores_on_one_folder_in_one_process_share_it_and_the_last_close_releases_it(tmp_path):
+    """A notebook that loads a program twice opens the same index twice: that is not "another process"."""
     first = EdgeStore(tmp_path, "book__fake16")
     first.create(16)
     second = EdgeStore(tmp_path, "book__fake16")
-    try:
-        with pytest.raises(StoreError, match="open in another bookrag process") as info:
-            second.count()
-        assert str(tmp_path / "book__fake16") in str(info.value)
-        assert "BOOKRAG_DATA_DIR" in str(info.value)
-    finally:
-        first.close()
-    assert second.count() == 0  # the lock is released on close
-    second.close()
+    assert first.count() == second.count() == 0
+    first.close()
+    assert second.count() == 0  # still open for the other user
+    with open(tmp_path / "book__fake16.lock") as lock:
+        with pytest.raises(BlockingIOError):  # what another process would meet
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        second.close()
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free once the last user closed
 
 
 HOLDER = textwrap.dedent("""
@@ -269,10 +375,12 @@ def test_cli_reports_a_store_held_by_another_process_without_a_traceback(tmp_pat
 # -- the command line ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", ["missing", "empty", "no-markdown"])
+@pytest.mark.parametrize("case", ["missing", "empty", "no-markdown", "file"])
 def test_cli_exits_4_naming_an_unusable_book_folder(tmp_path, case):
     folder = tmp_path / f"book-{case}"
-    if case != "missing":
+    if case == "file":  # `python ingest.py README.md`
+        folder.write_text("# Not a folder\n")
+    elif case != "missing":
         folder.mkdir()
     if case == "no-markdown":
         (folder / "notes.txt").write_text("not a page")
@@ -282,6 +390,8 @@ def test_cli_exits_4_naming_an_unusable_book_folder(tmp_path, case):
     assert str(folder) in result.stderr
     assert result.stderr.startswith("error: ")
     assert "Traceback" not in result.stderr
+    assert ("is not a folder" in result.stderr) is (case == "file")
+    assert ("does not exist" in result.stderr) is (case == "missing")
 
 
 @pytest.mark.parametrize(("variable", "value", "message"), [

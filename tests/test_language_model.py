@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -12,6 +13,7 @@ from dspy.clients.cache import Cache
 
 from bookrag.config import Settings
 from bookrag.errors import AgentError, ConfigError
+from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import configure_cache, lm_errors, lm_mode, make_lm
 
 API_KEY = "sk-test-0123456789abcdef"
@@ -127,6 +129,29 @@ def test_max_tokens_cap_reaches_the_server(server, tmp_path):
     assert body.get("max_completion_tokens", body.get("max_tokens")) == 123
 
 
+def test_the_token_cap_reaches_a_server_that_honours_only_max_tokens(server, tmp_path):
+    """llama.cpp's server (and others) ignore `max_completion_tokens`: uncapped, a small model ran to 6,928 tokens."""
+    ask(make_lm(hosted(tmp_path, server, lm_max_tokens=123)))
+    assert server.requests[0]["max_tokens"] == 123
+
+
+def test_a_reply_that_failed_to_parse_is_asked_again_not_replayed_from_the_cache(server, tmp_path):
+    lm = make_lm(hosted(tmp_path, server))  # the project's disk cache, on
+    server.content = "I would rather not say."
+    with pytest.raises(AgentError, match="replied without the expected fields"):
+        ask_with_book_adapter(lm)
+    server.content = ANSWER  # the server is fixed
+    assert ask_with_book_adapter(lm).answer == "Paris"
+    assert len(server.requests) == 2
+    assert ask_with_book_adapter(lm).answer == "Paris"  # a good reply is cached as usual
+    assert len(server.requests) == 2
+
+
+def ask_with_book_adapter(lm) -> dspy.Prediction:
+    with dspy.context(lm=lm, adapter=BookChatAdapter()), lm_errors():
+        return dspy.Predict("question -> answer")(question="What is the capital of France?")
+
+
 def test_rate_limit_is_retried(server, tmp_path):
     server.script = [(429, 0.0)]
     assert ask(make_lm(hosted(tmp_path, server))).answer == "Paris"
@@ -141,10 +166,29 @@ def test_persistent_server_error_becomes_agent_error(server, tmp_path):
     assert "500" in str(caught.value)
 
 
-def test_timeout_becomes_agent_error(server, tmp_path):
+def test_timeout_becomes_agent_error_naming_the_variable_that_raises_it(server, tmp_path):
     server.script = [(200, 3.0)]
-    with pytest.raises(AgentError, match="openai/fake-model"):
+    with pytest.raises(AgentError, match="openai/fake-model timed out") as caught:
         ask(make_lm(hosted(tmp_path, server, lm_timeout=0.3, lm_retries=0)))
+    assert "raise BOOKRAG_LM_TIMEOUT" in str(caught.value)
+    assert "Timeouts(" not in str(caught.value)  # the engine's internal knob, not one a user can turn
+
+
+@pytest.mark.parametrize("reachable", [True, False], ids=["fake-server", "refused"])
+def test_credentials_in_the_api_base_url_never_appear_in_the_error(server, tmp_path, reachable):
+    server.script = [(500, 0.0)]  # reachable, it fails: with userinfo in the URL the error must still hide it
+    port = server.server_port if reachable else _closed_port()
+    api_base = f"http://bookrag-user:hunter2-url-secret@127.0.0.1:{port}/v1"
+    with pytest.raises(AgentError) as caught:
+        ask(make_lm(hosted(tmp_path, lm_api_base=api_base, lm_retries=0)))
+    assert "127.0.0.1" in str(caught.value)
+    assert "hunter2-url-secret" not in str(caught.value) and "bookrag-user" not in str(caught.value)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def test_api_key_never_appears_in_agent_error(server, tmp_path):

@@ -1,8 +1,10 @@
-"""The in-process Gemma engine: its prompt format, and one real call through dspy.LM."""
+"""The in-process local model: its messages, the packaged GGUF's assembly, and real calls through dspy.LM."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import sys
 import time
 
 import dspy
@@ -11,44 +13,165 @@ from dspy.clients.cache import Cache
 from dspy.lm15 import Message, Request
 
 from bookrag.config import Settings
+from bookrag.errors import ConfigError
 from programs.lm.language_model import make_lm
-from programs.lm.local_engine import LOCAL_MODEL, gemma_prompt
+from programs.lm.llama_cpp_engine import chat_messages
+from programs.lm.packaged_model import QWEN_CODER_1_5B, PackagedModel
 
 needs_llama = pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None,
-    reason="llama-cpp-python is not installed (it has no wheel here and compiles from source, ~11 min)",
+    reason="llama-cpp-python is not installed (it has no wheel here and compiles from source: `make setup`)",
 )
 
 
-def test_prompt_folds_system_text_into_the_first_user_turn():
+def test_messages_keep_the_system_text_first_and_the_turns_in_order():
     request = Request(
-        model=LOCAL_MODEL,
+        model="local/test",
         system="Answer briefly.",
         messages=(Message.user("Hi"), Message.assistant("Hello"), Message.user("Name a color.")),
     )
-    assert gemma_prompt(request) == (
-        "<start_of_turn>user\nAnswer briefly.\n\nHi<end_of_turn>\n"
-        "<start_of_turn>model\nHello<end_of_turn>\n"
-        "<start_of_turn>user\nName a color.<end_of_turn>\n"
-        "<start_of_turn>model\n"
-    )
+    assert chat_messages(request) == [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello"},
+        {"role": "user", "content": "Name a color."},
+    ]
+
+
+# -- the packaged model: parts on the package registry, one checked file on disk ----------------------------------
+
+
+@pytest.fixture
+def parts(tmp_path, monkeypatch):
+    """Three tiny installed packages `fake_model_partN/data/partNN.bin`, like the registry's model parts."""
+    chunks = [b"GGUF" + bytes(range(60)), b"middle" * 50, b"end"]
+    for n, chunk in enumerate(chunks, start=1):
+        package = tmp_path / "site" / f"fake_model_part{n}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "data" / f"part{n:02d}.bin").write_bytes(chunk)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    whole = b"".join(chunks)
+    return PackagedModel(name="fake", file_name="fake.gguf", package="fake_model_part{n}", parts=3, size=len(whole),
+                         sha256=hashlib.sha256(whole).hexdigest())
+
+
+def test_the_parts_assemble_in_order_into_a_file_with_the_declared_checksum(parts, tmp_path):
+    path = parts.path(tmp_path / "models")
+    assert path == tmp_path / "models" / "fake.gguf"
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == parts.sha256
+    assert [p.name for p in (tmp_path / "models").iterdir()] == ["fake.gguf"]  # no partial file left behind
+
+
+def test_an_assembled_file_is_reused_not_rebuilt(parts, tmp_path):
+    path = parts.path(tmp_path / "models")
+    stamp = path.stat().st_mtime_ns
+    assert parts.path(tmp_path / "models").stat().st_mtime_ns == stamp
+
+
+def test_a_checksum_mismatch_leaves_no_model_file(parts, tmp_path):
+    corrupt = PackagedModel(**{**parts.__dict__, "sha256": "0" * 64})
+    with pytest.raises(ConfigError, match="reinstall"):
+        corrupt.path(tmp_path / "models")
+    assert list((tmp_path / "models").iterdir()) == []  # neither the model nor a partial file
+
+
+def test_a_missing_part_is_a_config_error_naming_it_and_writes_nothing(parts, tmp_path):
+    sys.modules.pop("fake_model_part2", None)
+    (tmp_path / "site" / "fake_model_part2" / "__init__.py").unlink()
+    (tmp_path / "site" / "fake_model_part2" / "data" / "part02.bin").unlink()
+    (tmp_path / "site" / "fake_model_part2").rename(tmp_path / "site" / "moved")
+    with pytest.raises(ConfigError, match="fake_model_part2"):
+        parts.path(tmp_path / "models")
+    assert not (tmp_path / "models" / "fake.gguf").exists()
+
+
+def test_the_local_model_name_comes_from_the_gguf(tmp_path):
+    assert make_lm(Settings(data_dir=tmp_path)).model == f"local/{QWEN_CODER_1_5B.name}"
+    own = make_lm(Settings(data_dir=tmp_path, local_model=tmp_path / "my-model.Q4.gguf"))
+    assert own.model == "local/my-model.Q4"  # nothing loads until the first call
+
+
+def test_a_local_model_path_that_is_not_a_file_is_a_config_error(tmp_path):
+    lm = make_lm(Settings(data_dir=tmp_path, local_model=tmp_path / "missing.gguf"))
+    with pytest.raises(Exception, match="missing.gguf is not a file"):
+        lm("Hi")
+
+
+# -- the real model (slow: assembles 1.1 GB once into data/models, loads it, generates) ---------------------------
+
+
+@pytest.fixture(scope="module")
+def local_lm():
+    lm = make_lm(Settings(lm="local", lm_max_tokens=16))  # the project's data dir: assembled once, reused
+    yield lm
+    lm.engine.close()
 
 
 @pytest.mark.slow
 @needs_llama
-def test_real_call_returns_text_within_the_cap_and_reports_usage(monkeypatch, record_property):
-    # The project's data dir: the .gguf is assembled there once and reused by later runs.
-    lm = make_lm(Settings(lm="local", lm_max_tokens=16))
-    # After make_lm, which turns the project's cache on: measure the model, not a cache.
-    monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
-
+def test_the_packaged_model_answers_within_the_cap_and_reports_usage(local_lm, monkeypatch, record_property):
+    monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))  # measure the model, not a cache
     start = time.perf_counter()
-    [text] = lm("Name a color.")
-    seconds = time.perf_counter() - start
-    record_property("seconds_with_model_load", round(seconds, 2))
-
-    usage = lm.history[-1]["usage"]
-    assert text.strip()
+    [text] = local_lm(messages=[{"role": "system", "content": "Reply with one word."},
+                                {"role": "user", "content": "Name a primary color."}])
+    record_property("seconds_with_model_load", round(time.perf_counter() - start, 2))
+    usage = local_lm.history[-1]["usage"]
+    assert any(color in text.lower() for color in ("red", "blue", "yellow"))
     assert 0 < usage["completion_tokens"] <= 16
     assert usage["prompt_tokens"] > 0
-    assert seconds < 60  # load (~1 s) plus 16 tokens; minutes would mean an uncapped run
+
+
+@pytest.mark.slow
+@needs_llama
+def test_a_shared_prompt_prefix_is_read_once_then_reused_from_the_kv_cache(local_lm, monkeypatch):
+    monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
+    system = {"role": "system", "content": "You answer questions about a robotics textbook. " * 20}
+    local_lm(messages=[system, {"role": "user", "content": "Say yes."}], max_tokens=2)
+    local_lm(messages=[system, {"role": "user", "content": "Say no."}], max_tokens=2)
+    first, second = (h["usage"] for h in local_lm.history[-2:])
+    reused = second["prompt_tokens_details"]["cached_tokens"]
+    # The second prompt differs only after the system message: llama.cpp re-reads just the new tail.
+    assert reused >= 200
+    assert second["prompt_tokens"] - reused < 20
+    assert first["prompt_tokens_details"]["cached_tokens"] < reused
+
+
+_FIRST_CALL = """
+import json, sys
+import dspy
+from dspy.clients.cache import Cache
+from bookrag.config import Settings
+from programs.lm.language_model import make_lm
+lm = make_lm(Settings(data_dir=sys.argv[1], lm_max_tokens=2))
+dspy.cache = Cache(False, False, None)
+system = {"role": "system", "content": "You answer questions about a robotics textbook. " * 40}
+lm(messages=[system, {"role": "user", "content": sys.argv[2]}])
+print(json.dumps(lm.history[-1]["usage"]))
+"""
+
+
+@pytest.mark.slow
+@needs_llama
+def test_a_new_process_loads_the_prompt_prefix_from_disk_instead_of_reading_it_again(tmp_path):
+    import json
+    import subprocess
+
+    from bookrag.config import PROJECT_ROOT
+
+    models = tmp_path / "data" / "models"
+    models.mkdir(parents=True)
+    packaged = QWEN_CODER_1_5B.path(PROJECT_ROOT / "data" / "models")  # assembled once for the whole suite
+    (models / packaged.name).symlink_to(packaged)
+
+    def first_call(question: str) -> dict:
+        done = subprocess.run([sys.executable, "-c", _FIRST_CALL, str(tmp_path / "data"), question],
+                              cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    cold = first_call("Say yes.")
+    saved = list((models / "prompt-prefixes").glob("*.kv"))
+    assert len(saved) == 1 and cold["prompt_tokens_details"]["cached_tokens"] >= 400  # read once, then reused
+    warm = first_call("Say no.")  # a new process: the system message comes from disk, not from the model
+    assert warm["prompt_tokens_details"]["cached_tokens"] >= 400
+    assert warm["prompt_tokens"] - warm["prompt_tokens_details"]["cached_tokens"] < 20

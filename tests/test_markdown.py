@@ -311,3 +311,14 @@ def test_find_pages_lists_markdown_in_order_and_skips_hidden_and_node_modules(tm
     })
     found = [p.relative_to(tmp_path).as_posix() for p in find_pages(tmp_path)]
     assert found == ["02-sub/c.md", "a.mdx", "b.md"]
+
+
+def test_find_pages_skips_a_link_that_leaves_the_book_with_a_warning(tmp_path, caplog):
+    book = write_book(tmp_path / "book", {"a.md": "# A", "sub/b.md": "# B"})
+    secret = write_book(tmp_path / "elsewhere", {"notes.md": "# Private notes"}) / "notes.md"
+    (book / "leak.md").symlink_to(secret)
+    (book / "sub" / "alias.md").symlink_to(book / "a.md")  # a link inside the book is just another page
+    found = [p.relative_to(book).as_posix() for p in find_pages(book)]
+    assert found == ["a.md", "sub/alias.md", "sub/b.md"]
+    (warning,) = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert "skipped leak.md" in warning.getMessage() and "outside the book folder" in warning.getMessage()

@@ -10,6 +10,7 @@ from bookrag.config import REFUSAL_MESSAGE, Settings
 from bookrag.questions import Question
 from programs.evaluate.metrics import (
     answer_correct,
+    answer_tokens,
     citation_precision,
     citation_recall,
     citation_validity,
@@ -19,6 +20,7 @@ from programs.evaluate.metrics import (
     key_fact_recall,
     refusal_correct,
     semantic_f1,
+    token_f1,
 )
 from retrievers.passage import Passage
 
@@ -28,9 +30,18 @@ def passage(source: str) -> Passage:
                    dense_score=0.5)
 
 
-def example(answerable=True, key_facts=("1.2 m", "24 kg"), gold=("intro.md",), selected_text="") -> dspy.Example:
+REFERENCE = "Kestrel is 1.2 m tall and has a mass of 24 kg."
+BURIED = ("Kestrel is the course's teaching robot, built so that students can run every exercise of the book on "
+          "real hardware after trying it in simulation first. Its onboard computer runs the whole ROS 2 stack, and "
+          "its software is organized as packages whose names begin with kestrel. It stands 1.2 m tall, has a mass "
+          "of 24 kg, and carries a stereo camera, an IMU and foot force sensors, with 28 degrees of freedom.")
+
+
+def example(answerable=True, key_facts=("1.2 m", "24 kg"), gold=("intro.md",), selected_text="",
+            reference=REFERENCE) -> dspy.Example:
     return Question("q1", "How tall and heavy is Kestrel?", answerable, tuple(gold) if answerable else (),
-                    tuple(key_facts) if answerable else (), selected_text=selected_text).to_example()
+                    tuple(key_facts) if answerable else (), reference if answerable else "",
+                    selected_text=selected_text).to_example()
 
 
 def prediction(answer="Kestrel is 1.2 m tall and weighs 24 kg.", citations=(1,),
@@ -41,7 +52,7 @@ def prediction(answer="Kestrel is 1.2 m tall and weighs 24 kg.", citations=(1,),
 
 def refusal() -> dspy.Prediction:
     return dspy.Prediction(answer=REFUSAL_MESSAGE, citations=[], passages=[passage("intro.md")], is_refusal=True,
-                           mode="refused", gate={"probability": 0.1, "threshold": 0.5})
+                           refusal_reason="gate", mode="refused", gate={"probability": 0.1, "threshold": 0.5})
 
 
 # -- key facts -----------------------------------------------------------------------------------------------
@@ -128,26 +139,55 @@ def test_combined_score_for_must_refuse_questions():
     assert combined_score(example(answerable=False), prediction()) == 0.0
 
 
+def test_token_f1_counts_shared_words_and_keeps_numbers_and_names_whole():
+    assert token_f1(REFERENCE, REFERENCE) == pytest.approx(1.0)
+    assert token_f1(REFERENCE, "Nothing in common here.") == 0.0
+    assert token_f1(REFERENCE, "") == 0.0
+    assert answer_tokens("It uses rmw_cyclonedds_cpp at 1.2 m, best-effort.") == [
+        "it", "uses", "rmw_cyclonedds_cpp", "at", "1.2m", "best-effort"]
+    # 6 shared of 7 answer words and 9 reference words (articles dropped): P 6/7, R 6/9
+    assert token_f1(REFERENCE, "Kestrel is 1.2 m tall and weighs 24 kg.") == pytest.approx(2 * (6 / 7) * (6 / 9) / (
+        6 / 7 + 6 / 9))
+
+
 def test_combined_score_for_answerable_questions():
     assert combined_score(example(), refusal()) == 0.0
-    assert combined_score(example(), prediction()) == pytest.approx(1.0)
-    # half the facts (0.3) + valid citations (0.2) + a gold source cited (0.2)
-    assert combined_score(example(), prediction(answer="It is 1.2 m tall.")) == pytest.approx(0.7)
-    # every fact (0.6) + half the citations valid (0.1) + no gold source cited (0.0)
-    assert combined_score(example(), prediction(citations=[2, 9])) == pytest.approx(0.7)
+    assert combined_score(example(), prediction(answer=REFERENCE)) == pytest.approx(1.0)
+    # every fact (0.4) + F1 0.75 (0.3) + valid citations (0.1) + a gold source cited (0.1)
+    assert combined_score(example(), prediction()) == pytest.approx(0.4 + 0.4 * 0.75 + 0.2)
+    # every fact, but half the citations invalid (0.05) and no gold source cited (0.0)
+    assert combined_score(example(), prediction(answer=REFERENCE, citations=[2, 9])) == pytest.approx(0.85)
+
+
+def test_a_fact_buried_in_unrelated_text_scores_below_the_fact_stated():
+    stated, buried = prediction(answer=REFERENCE), prediction(answer=BURIED)
+    assert key_fact_recall(example().key_facts, BURIED) == 1.0  # key facts alone cannot tell them apart
+    assert combined_score(example(), buried) < combined_score(example(), stated) - 0.25
 
 
 def test_combined_score_gives_full_gold_credit_when_there_is_no_gold_source_to_cite():
-    assert combined_score(example(gold=()), prediction(citations=[2])) == pytest.approx(1.0)
+    assert combined_score(example(gold=()), prediction(answer=REFERENCE, citations=[2])) == pytest.approx(1.0)
     selected = example(selected_text="Kestrel is 1.2 m tall and has a mass of 24 kg.")
-    assert combined_score(selected, prediction(citations=[], sources=())) == pytest.approx(1.0)
+    assert combined_score(selected, prediction(answer=REFERENCE, citations=[], sources=())) == pytest.approx(1.0)
 
 
-def test_combined_score_is_a_bool_at_0_8_when_dspy_bootstraps_with_a_trace():
+def test_combined_score_is_a_bool_when_dspy_bootstraps_with_a_trace():
+    """Only correct, cited and concise answers become demos."""
     assert combined_score(example(), prediction(), trace=[]) is True
-    assert combined_score(example(), prediction(citations=[2]), trace=[]) is True  # exactly 0.8
-    assert combined_score(example(), prediction(answer="It is 1.2 m tall."), trace=[]) is False  # 0.7
+    assert combined_score(example(), prediction(answer=BURIED), trace=[]) is False  # right but buried
+    assert combined_score(example(), prediction(answer="It is 1.2 m tall."), trace=[]) is False  # half the facts
     assert combined_score(example(answerable=False), refusal(), trace=[]) is True
+
+
+def test_a_refusal_demo_needs_the_model_itself_to_refuse():
+    """A wrong answer turned into a refusal by a later check (an unsupported claim) must not become a demo."""
+    refused_by_check = refusal()
+    refused_by_check.refusal_reason = "unsupported_claim"
+    assert combined_score(example(answerable=False), refused_by_check) == 1.0  # still right for the user
+    assert combined_score(example(answerable=False), refused_by_check, trace=[]) is False
+    refused_by_model = refusal()
+    refused_by_model.refusal_reason = "model"
+    assert combined_score(example(answerable=False), refused_by_model, trace=[]) is True
 
 
 # -- the GEPA feedback variant -------------------------------------------------------------------------------
@@ -167,8 +207,12 @@ def test_feedback_says_what_went_wrong_with_refusals_and_citations():
     assert "Did not cite a gold source (intro.md)" in bad_citations
 
 
+def test_feedback_asks_for_a_shorter_answer_when_the_fact_is_buried():
+    assert "state the fact, leave out the rest" in feedback_score(example(), prediction(answer=BURIED)).feedback
+
+
 def test_feedback_on_a_correct_prediction_names_no_problem():
-    result = feedback_score(example(), prediction(), trace=None, pred_name="generate", pred_trace=[])
+    result = feedback_score(example(), prediction(answer=REFERENCE), trace=None, pred_name="generate", pred_trace=[])
     assert result.score == pytest.approx(1.0) and result.feedback.startswith("Correct")
 
 
@@ -185,6 +229,6 @@ def test_semantic_f1_is_the_harmonic_mean_of_the_judges_precision_and_recall():
 def test_semantic_f1_refuses_the_local_model_as_a_judge():
     from programs.lm.language_model import make_lm
 
-    local = make_lm(Settings())  # the in-process Gemma engine; it loads nothing until called
+    local = make_lm(Settings())  # the in-process engine; it loads nothing until called
     with pytest.raises(ValueError, match="hosted judge"):
         semantic_f1(example(), prediction(), local)

@@ -120,6 +120,14 @@ def test_invalid_jsonl_line_names_the_line(tmp_path):
         load_questions(path)
 
 
+def test_jsonl_line_that_is_not_utf8_names_the_line(tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_bytes(b'{"id": "a", "question": "Q?", "answerable": true}\n\n'
+                     b'{"id": "b", "question": "How tall is \xff Kestrel?", "answerable": true}\n')
+    with pytest.raises(DatasetError, match=r"q\.jsonl:3: not UTF-8 text \(byte 38 of the line\)"):
+        load_questions(path)
+
+
 def test_duplicate_ids_are_an_error_naming_both_lines(tmp_path):
     path = csv_file(tmp_path, "q1,First?,true,[],[],,,[],,", "q2,Second?,true,[],[],,,[],,",
                     "q1,Again?,false,[],[],,,[],,")

@@ -87,6 +87,22 @@ def test_fitted_gate_refuses_a_question_with_a_name_absent_from_the_book():
     assert not held_out_refused and held_out_answered
 
 
+def test_fit_refuses_at_most_the_allowed_share_of_answerable_questions():
+    """Overlapping classes: the cut trades refusals for false refusals only up to `max_false_refusal`."""
+    answerable = [with_cosine(0.40 + 0.02 * i) | {"coverage_top3": 0.5 + 0.02 * i} for i in range(20)]
+    refusable = [with_cosine(0.30 + 0.02 * i) | {"coverage_top3": 0.3 + 0.02 * i} for i in range(20)]
+    labels = [True] * 20 + [False] * 20
+
+    def refused(gate, rows):
+        return sum(not answers(gate, f) for f in rows)
+
+    strict = RefusalGate().fit(answerable + refusable, labels, max_false_refusal=0.0)
+    loose = RefusalGate().fit(answerable + refusable, labels, max_false_refusal=0.25)
+    assert refused(strict, answerable) == 0
+    assert 0 < refused(loose, answerable) <= 5 + 1  # chosen on out-of-fold probabilities: one of slack
+    assert refused(loose, refusable) > refused(strict, refusable)
+
+
 # -- the single cosine cut --------------------------------------------------------------------------------------
 
 def test_cosine_cut_refuses_exactly_below_its_threshold():
@@ -139,3 +155,25 @@ def test_a_weighted_feature_without_standardization_is_malformed():
     del state["mean"]["top_dense"]
     with pytest.raises(ValueError, match="malformed"):
         RefusalGate().load_state(state)
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"threshold": -1.0}, r"threshold must lie in \[0, 1\], got -1.0"),
+    ({"threshold": 1.5}, r"threshold must lie in \[0, 1\]"),
+    ({"high_confidence": 2.0}, r"high_confidence must lie in \[0, 1\]"),
+    ({"weights": {"top_dense": float("inf")}}, "weights.top_dense must be finite"),
+    ({"bias": float("nan")}, "bias must be finite"),
+    ({"mean": dict.fromkeys(FEATURES, float("nan"))}, "mean.top_dense"),
+    ({"scale": dict.fromkeys(FEATURES, 0.0)}, "scale.top_dense, .*must be more than 0"),
+    ({"scale": dict.fromkeys(FEATURES, -1.0)}, "must be more than 0"),
+])
+def test_a_hand_edited_state_out_of_range_is_malformed(change, problem):
+    """threshold -1 would answer everything; a zero scale would divide by zero at the first question."""
+    state = RefusalGate().dump_state() | change
+    with pytest.raises(ValueError, match=f"refusal gate state is malformed: .*{problem}"):
+        RefusalGate().load_state(state)
+
+
+def test_a_state_at_the_ends_of_the_ranges_loads():
+    state = RefusalGate().dump_state() | {"threshold": 0.0, "high_confidence": 1.0}
+    assert RefusalGate().load_state(state).threshold == 0.0

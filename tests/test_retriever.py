@@ -119,7 +119,7 @@ def test_unknown_mode_and_bad_k_are_rejected(retriever):
 
 def test_search_on_a_collection_never_created_is_a_retrieval_error(settings, small_book):
     with BookIndex(settings, small_book, embedder=FakeEmbedder()) as index:
-        assert not index.is_ready()
+        assert index.ingest_state() == "missing"
         with pytest.raises(RetrievalError, match="does not exist yet"):
             index.retriever.search("nodes")
 
@@ -147,8 +147,8 @@ def test_queries_are_embedded_with_the_query_side_of_the_embedder(small_index, f
     assert fake_embedder.queries == ["launch files"]  # sparse mode needs no dense vector
 
 
-def test_book_index_is_ready_and_its_fingerprint_follows_the_text(small_index, small_book):
-    assert small_index.is_ready()
+def test_book_index_is_complete_and_its_fingerprint_follows_the_text(small_index, small_book):
+    assert small_index.ingest_state() == "complete"
     before = small_index.fingerprint()
     assert before == small_index.fingerprint() and len(before) == 16
     page = small_book / "01-ros2" / "02-launch.md"

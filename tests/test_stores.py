@@ -238,3 +238,32 @@ def test_unreachable_server_by_host_and_port_names_them():
             s.exists()
         s.close()
     join_version_checks()
+
+
+def test_the_ingest_record_is_absent_until_written_and_replaced_whole(store):
+    store.create(DIM)
+    assert store.ingest_record() is None
+    store.set_ingest_record({"points": 6, "note": "first"})
+    store.set_ingest_record({"points": 7})
+    assert store.ingest_record() == {"points": 7}
+    store.set_ingest_record(None)
+    assert store.ingest_record() is None
+
+
+def test_dropping_the_collection_drops_its_ingest_record(store):
+    store.create(DIM)
+    store.set_ingest_record({"points": 0})
+    store.drop()
+    store.create(DIM)
+    assert store.ingest_record() is None
+
+
+def test_credentials_in_qdrant_url_never_appear_in_a_store_error():
+    url = f"http://admin:qdrant-url-secret@127.0.0.1:{free_port()}"
+    store = ServerStore.connect(Settings(qdrant_url=url), "book__fake16")
+    with pytest.raises(StoreError) as info:
+        store.exists()
+    assert "qdrant-url-secret" not in "".join(traceback.format_exception(info.value))
+    assert "admin" not in str(info.value) and f"127.0.0.1:{url.rsplit(':', 1)[1]}" in str(info.value)
+    store.close()
+    join_version_checks()

@@ -20,9 +20,16 @@ MANIFEST_KEYS = ("bookrag_version", "dspy_version", "lm", "embedder", "collectio
 
 
 def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
-    """Write into a fresh sibling folder, then swap it in: a killed run leaves the previous artifact intact."""
+    """Write into a fresh sibling folder, then swap it in: a killed run leaves the previous artifact intact.
+
+    Staging folders that killed runs left behind are removed first (after putting back an artifact a kill between
+    the two renames had moved aside); two runs writing the same artifact at once are not supported.
+    """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    restore_previous(out_dir)
+    for stale in (*out_dir.parent.glob(f".{out_dir.name}.old-*"), *out_dir.parent.glob(f".{out_dir.name}.writing-*")):
+        shutil.rmtree(stale, ignore_errors=True)
     staging = out_dir.with_name(f".{out_dir.name}.writing-{uuid.uuid4().hex[:8]}")
     staging.mkdir()
     try:
@@ -41,8 +48,7 @@ def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
 def read_manifest(artifact_dir: Path) -> dict:
     artifact_dir = Path(artifact_dir)
     path = artifact_dir / MANIFEST_FILE
-    if not artifact_dir.is_dir():
-        _restore_previous(artifact_dir)
+    restore_previous(artifact_dir)
     if not artifact_dir.is_dir():
         raise ArtifactError(f"no compiled program at {artifact_dir}: run `python optimize.py` or check --program")
     try:
@@ -57,8 +63,14 @@ def read_manifest(artifact_dir: Path) -> dict:
     return manifest
 
 
-def _restore_previous(artifact_dir: Path) -> None:
-    """A write killed between its two renames leaves only `.<name>.old-*`: put the previous artifact back."""
+def restore_previous(artifact_dir: Path) -> None:
+    """A write killed between its two renames leaves only `.<name>.old-*`: put the previous artifact back.
+
+    The one repair of that state; every reader of an artifact path calls it before looking at the path.
+    """
+    artifact_dir = Path(artifact_dir)
+    if artifact_dir.exists():
+        return
     previous = sorted(artifact_dir.parent.glob(f".{artifact_dir.name}.old-*"), key=lambda p: p.stat().st_mtime)
     if previous:
         os.replace(previous[-1], artifact_dir)
@@ -67,9 +79,11 @@ def _restore_previous(artifact_dir: Path) -> None:
 
 def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, book_dir: Path | None = None,
                  lm=None, index=None):
-    """A compiled BookRAG, ready to `ask()`. Refuses an artifact that does not match the index or LM.
+    """A compiled BookRAG, ready to `ask()`. Refuses an artifact that does not match the index or LM, and an index
+    whose last ingest did not finish (it says how to complete it).
 
-    `index`: an already open BookIndex to run on (the embedded store admits one opener per process);
+    `index`: an already open BookIndex to run on (shares its embedder and retriever; without it, one is opened,
+    and programs loaded in one process share the embedded store);
     `lm`: a ready `dspy.LM` instead of the one `settings.lm` names (the LM check is then the caller's).
     """
     from programs.lm.language_model import make_lm
@@ -79,30 +93,25 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     artifact_dir = Path(artifact_dir)
     manifest = read_manifest(artifact_dir)
     settings = settings or Settings.from_env()
-    if lm is None and manifest["lm"] != settings.lm:
-        raise ArtifactError(
-            f"{artifact_dir} was compiled for the LM {manifest['lm']!r} but {settings.lm!r} is configured: "
-            f"set BOOKRAG_LM={manifest['lm']} (or --lm), or recompile with `python optimize.py --lm {settings.lm}`"
-        )
     index = index or BookIndex(settings, book_dir or PROJECT_ROOT / manifest["book"])
-    if index.embedder.name != manifest["embedder"]:
-        raise ArtifactError(
-            f"{artifact_dir} was compiled with the {manifest['embedder']} embedder but {index.embedder.name} is "
-            "configured: set BOOKRAG_EMBEDDER to match, or recompile with `python optimize.py`"
-        )
-    if not index.is_ready():
+    check_artifact(manifest, artifact_dir, settings, index, lm=lm)
+    state = index.ingest_state()
+    if state == "missing":
         raise ArtifactError(
             f"collection {index.collection} is missing or empty: run `python ingest.py {index.book_dir}` "
             "(or recompile)"
         )
-    if manifest["collection"] != index.collection:
-        raise ArtifactError(f"{artifact_dir} was compiled for collection {manifest['collection']}, not "
-                            f"{index.collection}: recompile with `python optimize.py --book {index.book_dir}`")
+    if state == "incomplete":  # answers from half an ingest would be silently wrong
+        raise ArtifactError(f"the last ingest into {index.collection} did not finish, so it holds only part of the "
+                            f"book: run `python ingest.py {index.book_dir}` to complete it")
     if manifest["index_fingerprint"] != index.fingerprint():
         log.warning("%s: the book changed since this program was compiled; recompile with `python optimize.py` "
                     "for a calibrated refusal gate", artifact_dir)
-    program = BookRAG(index.retriever, lm=lm if lm is not None else make_lm(settings), k=settings.top_k,
-                      answer_mode=manifest.get("answer_mode", "auto"))
+    lm = lm if lm is not None else make_lm(settings)
+    if manifest.get("local_model") and lm.model != f"local/{manifest['local_model']}":
+        log.warning("%s was compiled with the local model %s, not %s: its demos may suit the new model less; "
+                    "recompile with `python optimize.py`", artifact_dir, manifest["local_model"], lm.model)
+    program = BookRAG(index.retriever, lm=lm, k=settings.top_k, answer_mode=settings.answer_mode)
     try:
         program.load(str(artifact_dir / PROGRAM_FILE))  # JSON state; DSPy refuses pickles unless allowed
     except FileNotFoundError:
@@ -115,18 +124,39 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     return program
 
 
+def check_artifact(manifest: dict, artifact_dir: Path, settings: Settings, index, lm=None) -> None:
+    """Refuse an artifact that does not fit the configured LM (unless `lm` is given: the caller's to check), the
+    index's embedder or its collection. Needs no indexed point and no embedding: callers that are about to ingest
+    run it first, so a mismatch never costs a whole book of (paid) embeddings."""
+    if lm is None and manifest["lm"] != settings.lm:
+        raise ArtifactError(
+            f"{artifact_dir} was compiled for the LM {manifest['lm']!r} but {settings.lm!r} is configured: "
+            f"set BOOKRAG_LM={manifest['lm']} (or --lm), or recompile with `python optimize.py --lm {settings.lm}`"
+        )
+    if index.embedder.name != manifest["embedder"]:
+        raise ArtifactError(
+            f"{artifact_dir} was compiled with the {manifest['embedder']} embedder but {index.embedder.name} is "
+            "configured: set BOOKRAG_EMBEDDER to match, or recompile with `python optimize.py`"
+        )
+    if manifest["collection"] != index.collection:
+        raise ArtifactError(f"{artifact_dir} was compiled for collection {manifest['collection']}, not "
+                            f"{index.collection}: recompile with `python optimize.py --book {index.book_dir}`")
+
+
 def default_artifact(settings: Settings, book_dir: Path) -> Path | None:
     """`artifacts/<book>/` when a program has been compiled for this book, else None."""
     from bookrag.config import book_name
 
     default = settings.artifacts_dir / book_name(book_dir)
+    restore_previous(default)
     return default if (default / MANIFEST_FILE).is_file() else None
 
 
 def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: Path | None = None,
                  zero_shot: bool = False, progress: bool | None = None, announce=print):
     """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if compiled (unless `zero_shot`); else the
-    zero-shot program. Indexes the book first if its collection is missing, and says so."""
+    zero-shot program. Indexes the book first if its collection is missing or its last ingest did not finish
+    (after checking the artifact fits, so a mismatch embeds nothing), and says so."""
     from programs.lm.language_model import make_lm
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
@@ -135,12 +165,16 @@ def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: 
     if artifact is None and not zero_shot:
         artifact = default_artifact(settings, book_dir)
     index = BookIndex(settings, book_dir)
-    if not index.is_ready():
-        announce(f"Indexing {book_dir} into {index.collection} (first run) ...")
+    if artifact is not None:
+        check_artifact(read_manifest(artifact), artifact, settings, index)
+    state = index.ingest_state()
+    if state != "complete":
+        announce(f"Indexing {book_dir} into {index.collection} (first run) ..." if state == "missing" else
+                 f"Finishing the ingest of {book_dir} into {index.collection}: the last one did not complete ...")
         report = index.ingest(progress=progress)
         announce(f"Indexed: {report.summary()}")
     if artifact is not None:
         return load_program(artifact, settings, index=index)
-    program = BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k)
+    program = BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k, answer_mode=settings.answer_mode)
     program.manifest, program.index = None, index
     return program

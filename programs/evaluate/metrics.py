@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 
 import dspy
 
 from retrievers.passage import Passage
 
-BOOTSTRAP_PASS = 0.8  # combined_score at or above this makes a bootstrapped trace a demo
+# combined_score at or above this makes a bootstrapped trace a demo: every key fact (0.4), a valid gold citation
+# (0.2) and a token F1 of at least 0.4 against the reference (0.16), i.e. correct, cited and concise.
+BOOTSTRAP_PASS = 0.75
+MODEL_REFUSALS = ("gate", "model", "not_in_selection")  # refused before any answer was written, or by the LM itself
 
 _NUMBER_UNIT = re.compile(r"(\d)\s+(?=[a-z%°])")
 _SPACE = re.compile(r"\s+")
@@ -36,6 +40,31 @@ def key_fact_recall(key_facts, answer: str) -> float:
     if not key_facts:
         return 1.0
     return sum(fact_present(f, answer) for f in key_facts) / len(key_facts)
+
+
+_TOKEN = re.compile(r"\w+(?:[.\-]\w+)*")
+_ARTICLES = frozenset(("a", "an", "the"))
+
+
+def answer_tokens(text: str) -> list[str]:
+    """Lower-cased words for token F1: `1.2`, `best-effort` and `rmw_cyclonedds_cpp` stay whole; articles and
+    punctuation go (as in SQuAD's F1, without splitting numbers and names at their punctuation)."""
+    return [t for t in _TOKEN.findall(normalize(text)) if t not in _ARTICLES]
+
+
+def token_f1(reference: str, answer: str) -> float:
+    """Token-level F1 of the answer against the reference answer: rewards stating the fact, penalizes burying it
+    in unrelated text. 0.0 when either is empty."""
+    ref, ans = answer_tokens(reference), answer_tokens(answer)
+    common = sum((Counter(ref) & Counter(ans)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(ans), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def answer_words(answer: str) -> int:
+    return len(answer.split())
 
 
 def first_gold_rank(passages: list[Passage], gold_sources) -> int | None:
@@ -132,13 +161,20 @@ def gold_source_cited(example, pred) -> bool:
 def combined_score(example, pred, trace=None) -> float | bool:
     """One number in 0..1 per question, the metric optimize.py compiles with.
 
-    Must refuse: 1.0 if refused, else 0.0. Answerable: 0.0 if refused, else 0.6 x key-fact recall + 0.2 x citation
-    validity + 0.2 x (a gold source cited; 1.0 when there is none to cite). When DSPy bootstraps demos (`trace` is
-    not None) it returns a bool instead: score >= 0.8, so only answers with every key fact, or nearly so with
-    valid gold citations, become demos.
+    Must refuse: 1.0 if refused, else 0.0. Answerable: 0.0 if refused, else 0.4 x key-fact recall + 0.4 x token F1
+    against the reference answer (key-fact recall again when there is none) + 0.1 x citation validity + 0.1 x (a
+    gold source cited; 1.0 when there is none to cite). Key facts reward being right, F1 rewards saying it concisely: a fact buried in unrelated text scores
+    below the fact stated. When DSPy bootstraps demos (`trace` is not None) it returns a bool instead:
+    score >= BOOTSTRAP_PASS, so only correct, cited and concise answers become demos.
     """
     score = _score(example, pred)
-    return score >= BOOTSTRAP_PASS if trace is not None else score
+    if trace is None:
+        return score
+    if not example.answerable:
+        # A trace demonstrates a refusal only when the model itself refused (or the gate did, and nothing ran): a
+        # wrong answer that a later check turned into a refusal must not become a demo of answering.
+        return bool(pred.is_refusal) and pred.refusal_reason in MODEL_REFUSALS
+    return score >= BOOTSTRAP_PASS
 
 
 def feedback_score(gold, pred, trace=None, pred_name=None, pred_trace=None) -> dspy.Prediction:
@@ -160,6 +196,9 @@ def feedback_score(gold, pred, trace=None, pred_name=None, pred_trace=None) -> d
             problems.append(f"Cited passage(s) {', '.join(map(str, invalid))}, which were not retrieved.")
         if gold_citation_applies(gold) and not gold_source_cited(gold, pred):
             problems.append(f"Did not cite a gold source ({', '.join(gold.gold_sources)}).")
+        if gold.reference_answer and answer_words(pred.answer) > 2 * answer_words(gold.reference_answer) + 10:
+            problems.append(f"The answer is {answer_words(pred.answer)} words; the reference says it in "
+                            f"{answer_words(gold.reference_answer)}: state the fact, leave out the rest.")
     feedback = " ".join(problems) or "Correct: " + ("refused as it should." if not gold.answerable else
                                                      "all key facts present, with valid gold citations.")
     return dspy.Prediction(score=_score(gold, pred), feedback=feedback)
@@ -167,7 +206,7 @@ def feedback_score(gold, pred, trace=None, pred_name=None, pred_trace=None) -> d
 
 def semantic_f1(example, pred, judge: dspy.LM) -> float:
     """LM-judged semantic F1 of the answer against the reference answer (dspy.evaluate.SemanticF1). Needs a
-    capable hosted judge; the offline 270M model cannot judge."""
+    capable hosted judge; a small local model is not a trustworthy one."""
     from dspy.evaluate import SemanticF1
 
     from programs.lm.language_model import lm_mode
@@ -186,8 +225,9 @@ def _score(example, pred) -> float:
     if pred.is_refusal:
         return 0.0
     gold_cited = gold_source_cited(example, pred) if gold_citation_applies(example) else True
-    return (0.6 * key_fact_recall(example.key_facts, pred.answer) + 0.2 * citation_validity(pred)
-            + 0.2 * float(gold_cited))
+    facts = key_fact_recall(example.key_facts, pred.answer)
+    f1 = token_f1(example.reference_answer, pred.answer) if example.reference_answer else facts  # no reference
+    return 0.4 * facts + 0.4 * f1 + 0.1 * citation_validity(pred) + 0.1 * float(gold_cited)
 
 
 def _names_passage(number, passages) -> bool:

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 PREDICTION_COLUMNS = (
-    "program", "id", "category", "question", "answerable", "refused", "refusal_reason", "answer", "cited_sources",
-    "gold_sources", "gate_probability", "gate_threshold", "top_dense", "key_fact_recall", "citation_validity",
-    "citation_precision", "citation_recall", "combined", "result", "latency_ms", "tokens",
+    "program", "id", "category", "question", "answerable", "refused", "refusal_reason", "mode", "answer",
+    "cited_sources", "gold_sources", "gate_probability", "gate_threshold", "top_dense", "key_fact_recall",
+    "token_f1", "answer_words", "citation_validity", "citation_precision", "citation_recall", "combined", "result",
+    "latency_ms", "prompt_tokens", "cached_tokens", "completion_tokens", "error",
 )
 
 
@@ -47,7 +48,8 @@ def write_predictions_csv(path: Path, reports: dict[str, dict]) -> Path:
                 for row in report["rows"]:
                     writer.writerow({
                         **row, "program": name, "cited_sources": "; ".join(dict.fromkeys(row["cited_sources"])),
-                        "gold_sources": "; ".join(row["gold_sources"]), "result": "pass" if row["passed"] else "fail",
+                        "gold_sources": "; ".join(row["gold_sources"]),
+                        "result": "error" if row["error"] else "pass" if row["passed"] else "fail",
                     })
 
     return atomic_write(path, write)

@@ -1,4 +1,4 @@
-"""One `dspy.LM` for the whole program: the in-process Gemma engine, or any hosted model string.
+"""One `dspy.LM` for the whole program: an instruction-tuned GGUF in-process, or any hosted model string.
 
 Typical use: `lm = make_lm(settings)` (which also points DSPy's response cache at the project's data folder),
 then run the program inside `with dspy.context(lm=lm), lm_errors():` so a failing model surfaces as `AgentError`.
@@ -6,21 +6,23 @@ then run the program inside `with dspy.context(lm=lm), lm_errors():` so a failin
 
 from __future__ import annotations
 
-import os
-import re
 from contextlib import contextmanager
 from typing import Literal
 
 import dspy
+from dspy.clients import DISK_CACHE_LIMIT
 from dspy.utils.exceptions import AdapterParseError, LMError
 
 from bookrag.config import Settings
 from bookrag.errors import AgentError, ConfigError
-from programs.lm.local_engine import LOCAL_MODEL, GemmaEngine
+from bookrag.redaction import mask_url, scrub
+from programs.lm.llama_cpp_engine import LlamaCppEngine
+from programs.lm.response_cache import ResponseCache
 
 
 def make_lm(settings: Settings) -> dspy.LM:
-    """`settings.lm == "local"` runs Gemma in-process; anything else is a LiteLLM-style model string.
+    """`settings.lm == "local"` runs a GGUF in-process (`BOOKRAG_LOCAL_MODEL`, else the packaged Qwen2.5-Coder
+    1.5B Instruct); anything else is a LiteLLM-style model string.
 
     Hosted keys come from the provider's usual variable (OPENAI_API_KEY, GEMINI_API_KEY, ...; `.env` is
     exported into the environment by `Settings.from_env`). `settings.lm_api_base` points the model at another
@@ -28,12 +30,15 @@ def make_lm(settings: Settings) -> dspy.LM:
     """
     configure_cache(settings)
     if settings.lm == "local":
-        engine = GemmaEngine(
-            settings.data_dir / "models", max_tokens=settings.lm_max_tokens, n_threads=settings.lm_threads
-        )
+        engine = LlamaCppEngine(settings.local_model, settings.data_dir / "models", max_tokens=settings.lm_max_tokens,
+                                n_threads=settings.lm_threads)
         # In-process failures are not transient: nothing to retry.
-        return dspy.LM(LOCAL_MODEL, engine=engine, max_tokens=settings.lm_max_tokens, num_retries=0)
-    connection = {"api_base": settings.lm_api_base} if settings.lm_api_base else {}
+        return dspy.LM(f"local/{engine.name}", engine=engine, max_tokens=settings.lm_max_tokens, num_retries=0,
+                       temperature=0.0)
+    # An OpenAI-compatible server (llama.cpp, vLLM, Ollama) goes through LiteLLM's route, which spells the token cap
+    # `max_tokens`: DSPy's native route sends `max_completion_tokens`, which llama.cpp's server ignores (an
+    # uncapped answer ran to 6,928 tokens).
+    connection = {"api_base": settings.lm_api_base, "engine": "litellm"} if settings.lm_api_base else {}
     try:
         return dspy.LM(
             settings.lm,
@@ -60,16 +65,14 @@ def configure_cache(settings: Settings) -> None:
     settings.dspy_cache.mkdir(parents=True, exist_ok=True)
     # Restricted unpickling: DSPy stores plain data (and LiteLLM types it trusts), so a
     # tampered cache file cannot run code and nothing is lost.
-    dspy.configure_cache(
-        enable_disk_cache=True,
-        enable_memory_cache=True,
-        disk_cache_dir=str(settings.dspy_cache),
-        restrict_pickle=True,
-    )
+    cache = ResponseCache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(settings.dspy_cache),
+                          disk_size_limit_bytes=DISK_CACHE_LIMIT, restrict_pickle=True)
+    with dspy._cache_lock:  # the lock DSPy's own configure_cache holds against a concurrent lazy build
+        dspy.cache = cache
 
 
 @contextmanager
-def lm_errors():
+def lm_errors(parse_errors: bool = True):
     """Turn a language-model failure (after DSPy's retries) into `AgentError`.
 
     The message names the model and the kind of failure, never a key: providers
@@ -79,12 +82,20 @@ def lm_errors():
     try:
         yield
     except LMError as exc:
-        name = exc.model or _current_model()
+        lm = dspy.settings.lm
+        name = lm.model if lm is not None else exc.model  # as the user configured it, provider prefix included
         status = f", HTTP {exc.status}" if exc.status else ""
         # The first paragraph is the provider's own words; lm15's "To fix" advice that follows is about lm15.
-        detail = _scrub(" ".join(exc.message.split("\n\n")[0].split()))[:400]
+        detail = scrub(" ".join(exc.message.split("\n\n")[0].split()))[:400]
+        if lm is not None and lm.kwargs.get("api_base"):  # say which server, without its credentials
+            detail += f" (server {mask_url(lm.kwargs['api_base'])})"
+        if "timed out" in detail:  # lm15 advises its own Timeouts(read=...); the user's knob is the variable
+            raise AgentError(f"Language model {name} timed out ({detail.split(';')[0]}): raise BOOKRAG_LM_TIMEOUT "
+                             "(seconds per call) if the model needs longer") from None
         raise AgentError(f"Language model {name} failed ({exc.code}{status}): {detail}") from None
     except AdapterParseError as exc:
+        if not parse_errors:
+            raise
         name = _current_model()
         fields = ", ".join(exc.signature.output_fields)
         raise AgentError(f"Language model {name} replied without the expected fields ({fields})") from None
@@ -93,14 +104,3 @@ def lm_errors():
 def _current_model() -> str:
     lm = dspy.settings.lm
     return lm.model if lm is not None else "(none configured)"
-
-
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-_BEARER = re.compile(r"(Bearer\s+)\S+", re.IGNORECASE)
-
-
-def _scrub(text: str) -> str:
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name):
-            text = text.replace(value, "***")
-    return _BEARER.sub(r"\1***", text)

@@ -10,7 +10,7 @@ BASELINE_K = 5
 BASELINE_COSINE_CUT = 0.70
 
 
-def baseline_program(retriever, lm=None) -> BookRAG:
-    program = BookRAG(retriever, lm=lm, k=BASELINE_K, search_mode="dense")
+def baseline_program(retriever, lm=None, answer_mode: str = "generated") -> BookRAG:
+    program = BookRAG(retriever, lm=lm, k=BASELINE_K, search_mode="dense", answer_mode=answer_mode)
     program.gate = RefusalGate.cosine_cut(BASELINE_COSINE_CUT)
     return program

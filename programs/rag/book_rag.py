@@ -9,39 +9,50 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 import dspy
+from dspy.lm15 import Config, Message, Request
+from dspy.utils.exceptions import AdapterParseError
 
-from bookrag.config import EXPAND_MODES, REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE
+from bookrag.config import ANSWER_MODES, EXPAND_MODES, REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE
+from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode
-from programs.rag.answer_with_citations import AnswerWithCitations
+from programs.rag.answer_with_citations import REASONING, AnswerWithCitations
+from programs.rag.compact_context import CompactContext, heading
 from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.hyde import HyDE
 from programs.rag.query_expansion import QuestionParts, interleave
 from programs.rag.response import Citation, Response
 from programs.rag.rewrite_query import RewriteQuery
+from programs.refusal.claim_check import grounded_citations
 from programs.refusal.refusal_gate import RefusalGate
 from retrievers.passage import Passage
 
 log = logging.getLogger(__name__)
 MAX_QUERY_WORDS = 500
 MIN_SELECTION_COVERAGE = 0.5  # share of the question's content words the selection must contain
+LOCAL_CONTEXT_WORDS = 160  # benchmarks/context_compression.py: ~350-430 prompt tokens, most key facts kept
 
 
 class BookRAG(dspy.Module):
     def __init__(self, retriever=None, lm: dspy.LM | None = None, k: int = 5, search_mode: str = "hybrid",
-                 answer_mode: str = "auto", expand: str = "none"):
+                 answer_mode: str = "generated", expand: str = "none", context_words: int | None = None):
         super().__init__()
         self.rewrite = dspy.Predict(RewriteQuery)
-        self.generate = dspy.ChainOfThought(AnswerWithCitations)
+        self.generate = dspy.ChainOfThought(AnswerWithCitations, rationale_field=dspy.OutputField(desc=REASONING))
         self.gate = RefusalGate()
         self.extract = ExtractiveAnswer()
         self.retriever, self.lm = retriever, lm
         self.k, self.search_mode = k, search_mode
-        if answer_mode not in ("auto", "generated", "extractive"):
-            raise ValueError(f"answer_mode must be auto, generated or extractive, got {answer_mode!r}")
+        if answer_mode not in ANSWER_MODES:
+            raise ValueError(f"answer_mode must be {' or '.join(ANSWER_MODES)}, got {answer_mode!r}")
         self.answer_mode = answer_mode
+        # The LM reads the passages' best sentences (a small local model reads ~60-90 tokens/s), or whole passages.
+        if context_words is None:
+            context_words = LOCAL_CONTEXT_WORDS if lm is not None and lm_mode(lm) == "local" else 0
+        embedder = getattr(retriever, "embedder", None)
+        self.compact = CompactContext(embedder, context_words) if context_words else None
         self.set_expansion(expand)
 
     def set_expansion(self, expand: str) -> None:
@@ -56,10 +67,8 @@ class BookRAG(dspy.Module):
 
     @property
     def generates(self) -> bool:
-        """Whether an LM writes the answer. `auto`: a hosted LM does; the 270M local model measurably cannot."""
-        if self.answer_mode != "auto":
-            return self.answer_mode == "generated"
-        return self.lm is not None and lm_mode(self.lm) == "hosted"
+        """Whether an LM writes the answer (ChainOfThought) rather than the extractive fast mode."""
+        return self.answer_mode == "generated" and self.lm is not None
 
     def forward(self, question: str, history=(), selected_text: str = "", module: str | None = None,
                 k: int | None = None) -> dspy.Prediction:
@@ -67,7 +76,7 @@ class BookRAG(dspy.Module):
             return self.answer_from_selection(question, selected_text, history)
         started = time.perf_counter()
         query = self.standalone_query(question, history)
-        passages = self.retrieve(query, k=k or self.k, module=module)
+        passages = self.retrieve(query, k=self.k if k is None else k, module=module)
         retrieved = time.perf_counter()
         answerable, probability, _ = self.gate(query, passages)
         gate = {"probability": round(probability, 4), "threshold": self.gate.threshold, "answerable": answerable,
@@ -75,24 +84,57 @@ class BookRAG(dspy.Module):
         timing = {"retrieval_time_ms": (retrieved - started) * 1000}
         if not answerable:
             return _refusal(REFUSAL_MESSAGE, "gate", query, passages, gate, timing)
-        if self.generates:
-            with self._lm():
-                pred = self.generate(context=format_context(passages), question=question,
-                                     history=format_history(history))
-            citations = valid_citations(pred.citations, len(passages))
-            verdict, answer, mode = bool(pred.answerable), pred.answer, "generated"
-        else:
-            extract = self.extract(query, passages)
-            citations, verdict, answer, mode = extract.citations, bool(extract.answer), extract.answer, "extractive"
+        answer, citations, verdict, mode = self.write_answer(question, query, passages, history)
         timing["generation_time_ms"] = (time.perf_counter() - retrieved) * 1000
         if not verdict:
             return _refusal(REFUSAL_MESSAGE, "model", query, passages, gate, timing)
         if not citations:
             return _refusal(REFUSAL_MESSAGE, "no_citation", query, passages, gate, timing)
+        if mode == "generated":
+            citations = grounded_citations(answer, [cited_text(p) for p in passages], citations)
+            if citations is None:  # a number, version or name no retrieved passage holds: memory, or a guess
+                return _refusal(REFUSAL_MESSAGE, "unsupported_claim", query, passages, gate, timing)
         confidence = "high" if probability >= self.gate.high_confidence else "low"
         return dspy.Prediction(answer=answer, citations=citations, passages=passages, is_refusal=False,
                                refusal_reason=None, confidence=confidence, mode=mode, query=query, gate=gate,
                                **timing)
+
+    def write_answer(self, question: str, query: str, passages: list[Passage], history=()):
+        """(answer, valid citations, answerable verdict, mode): the LM's ChainOfThought, or the extractive mode.
+
+        A reply the adapter cannot read falls back to the extractive answer (mode `extractive-fallback`): the
+        user still gets the book's own sentences, and reports count the parse failure."""
+        if self.generates:
+            try:
+                with self._lm(parse_errors=False):
+                    pred = self.generate(context=self.context(query, passages), question=question,
+                                         history=format_history(history))
+                return pred.answer, valid_citations(pred.citations, len(passages)), bool(pred.answerable), "generated"
+            except AdapterParseError:
+                log.warning("the LM's reply could not be parsed; answering extractively")
+                mode = "extractive-fallback"
+        else:
+            mode = "extractive"
+        extract = self.extract(query, passages)
+        return extract.answer, extract.citations, bool(extract.answer), mode
+
+    def warm_up(self) -> None:
+        """Load the LM and read the fixed part of the answer prompt (instructions and compiled demos) into its
+        prompt cache, so the first question costs no more than the others. A one-token call, never cached."""
+        if not self.generates:
+            return
+        predict = self.generate.predict
+        system, *turns = BookChatAdapter().format(predict.signature, predict.demos,
+                                                  {"context": "[1] -\n-", "question": "-", "history": ""})
+        messages = tuple(Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"])
+                         for m in turns)
+        with self._lm():
+            self.lm(Request(model=self.lm.model, system=system["content"], messages=messages,
+                            config=Config(max_tokens=1)), cache=False)
+
+    def context(self, query: str, passages: list[Passage]) -> str:
+        """What the LM reads: the numbered passages, compacted to their best sentences when `self.compact`."""
+        return self.compact(query, passages) if self.compact else format_context(passages)
 
     def retrieve(self, query: str, k: int, module: str | None = None) -> list[Passage]:
         """The top k passages; with query expansion on, a search for each expanded query, interleaved."""
@@ -104,11 +146,12 @@ class BookRAG(dspy.Module):
         return interleave([self.retriever.search(q, k=k, module=module, mode=self.search_mode) for q in queries], k)
 
     def standalone_query(self, question: str, history) -> str:
-        """A follow-up rewritten to stand alone: by the compiled predictor with a capable LM, else by reading it
-        with the previous question (the small local model cannot rewrite reliably)."""
+        """A follow-up rewritten to stand alone: by the compiled predictor with a hosted LM, else by reading it with
+        the previous question. Locally a second prompt would evict the answerer's cached prompt prefix (system
+        message and demos) from llama.cpp's KV cache, and re-reading that costs more than the rewrite gains."""
         if not history:
             return question
-        if self.generates:
+        if self.generates and lm_mode(self.lm) == "hosted":
             with self._lm():
                 rewritten = self.rewrite(history=format_history(history), question=question).standalone_query
             if rewritten and rewritten.strip():
@@ -135,10 +178,12 @@ class BookRAG(dspy.Module):
                                confidence="low", mode=mode, query=question, gate={}, **timing)
 
     @contextmanager
-    def _lm(self):
-        """The program's LM for this call only (dspy.context is per-thread; dspy.configure is not)."""
+    def _lm(self, parse_errors: bool = True):
+        """The program's LM and adapter for this call only (dspy.context is per-thread; dspy.configure is not).
+        `parse_errors=False` lets an unreadable reply through as AdapterParseError, for a caller that falls back."""
         # lm_errors is entered inside the context, so a failure names self.lm.
-        with dspy.context(lm=self.lm) if self.lm is not None else nullcontext(), lm_errors():
+        lm = {"lm": self.lm} if self.lm is not None else {}
+        with dspy.context(adapter=BookChatAdapter(), **lm), lm_errors(parse_errors=parse_errors):
             yield
 
     # -- the seed-001 API ------------------------------------------------------------------------------------
@@ -146,6 +191,8 @@ class BookRAG(dspy.Module):
             selected_text: str | None = None) -> Response:
         if not query or not query.strip():
             raise ValueError("Query cannot be empty")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
         words = query.split()
         if len(words) > MAX_QUERY_WORDS:
             log.warning("query has %d words; keeping the first %d", len(words), MAX_QUERY_WORDS)
@@ -179,10 +226,12 @@ class BookRAG(dspy.Module):
 
 
 def format_context(passages: list[Passage]) -> str:
-    return "\n\n".join(
-        f"[{n}] {p.title}{' › ' + p.heading if p.heading and p.heading != p.title else ''}\n{p.text}"
-        for n, p in enumerate(passages, start=1)
-    )
+    return "\n\n".join(f"[{n}] {heading(p)}\n{p.text}" for n, p in enumerate(passages, start=1))
+
+
+def cited_text(passage: Passage) -> str:
+    """What a citation vouches for: the passage with its title and heading."""
+    return f"{passage.title} {passage.heading} {passage.text}"
 
 
 def format_history(history) -> str:
@@ -217,9 +266,11 @@ def _citations(pred) -> list[Citation]:
 
 
 def token_usage(pred) -> dict:
-    totals = {"prompt_tokens": 0, "completion_tokens": 0}
+    """Prompt, completion and cached prompt tokens (a reused prefix: llama.cpp's KV cache, a provider's cache)."""
+    totals = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
     for usage in (pred.get_lm_usage() or {}).values():
-        for key in totals:
-            totals[key] += int(usage.get(key) or 0)
+        totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+        totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+        totals["cached_tokens"] += int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
     return totals
 

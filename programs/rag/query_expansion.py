@@ -3,8 +3,8 @@
 "Which port does the endpoint listen on, and which package bridges Gazebo topics?" asks two things that often
 live in two chapters; one search for the whole question tends to find only one of them. `QuestionParts` turns
 the question into [question, part 1, part 2, ...]: by the `SplitQuestion` predictor when a hosted LM is
-configured, by a small rule otherwise (the 270M local model cannot be trusted to split). BookRAG searches for
-each and `interleave`s the rankings.
+configured, by a small rule otherwise (a second prompt would evict the local model's cached prompt prefix).
+BookRAG searches for each and `interleave`s the rankings.
 """
 
 from __future__ import annotations

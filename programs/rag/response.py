@@ -24,8 +24,10 @@ class Response:
     citations: list[Citation] = field(default_factory=list)
     confidence: Literal["high", "low", "none"] = "none"
     is_refusal: bool = False
-    refusal_reason: str | None = None  # "gate" (retrieval evidence), "model" (LM said unanswerable), "no_citation"
-    mode: Literal["generated", "extractive", "refused"] = "refused"
+    # "gate" (retrieval evidence), "model" (the LM said unanswerable), "no_citation", "unsupported_claim" (a number,
+    # version or name in the answer that no cited passage holds)
+    refusal_reason: str | None = None
+    mode: Literal["generated", "extractive", "extractive-fallback", "refused"] = "refused"
     retrieval_time_ms: float = 0.0
     generation_time_ms: float = 0.0
     total_time_ms: float = 0.0

@@ -1,8 +1,10 @@
 """`RefusalGate`: decides from retrieval evidence alone whether the book can answer a question.
 
 On a real book no single cosine cut separates answerable from must-refuse questions, so the gate is a small
-logistic model over several retrieval features. `fit` calibrates it on labeled questions (optimize.py); its
-weights and thresholds are program state, saved with the compiled program like a predictor's demos.
+logistic model over several retrieval features. Uncalibrated, it runs on the default calibration shipped in
+programs/refusal/default_calibration.json (fitted on every labeled set the project has; the features do not depend
+on the book); `fit` calibrates it on one book's labeled questions (optimize.py). Weights and thresholds are program
+state, saved with the compiled program like a predictor's demos, and a compiled program's gate replaces the default.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import re
 import numpy as np
 from dspy.predict.parameter import Parameter
 
+from programs.rag.passage_sentences import passage_sentences
 from programs.rag.query_terms import content_terms, name_terms, term_set
+from programs.refusal.asked_value import asked_value
+from programs.refusal.default_calibration import default_state
 from retrievers.passage import Passage, rank_key
 
 FEATURES = (
@@ -26,7 +31,16 @@ FEATURES = (
     "uncovered_terms",  # how many query content words no passage contains
     "uncovered_names",  # how many name-like query words (Jazzy, MuJoCo, VLP-16) no passage contains
     "override",  # the question tries to override the instructions
+    "uncovered_share",  # share of query content words no passage contains (a value of the asked kind covers its words)
+    "value_coverage",  # best share of query words in one top-3 sentence that holds a value of the asked kind
+    "asks_value",  # the question asks for a price, number, date or version
 )
+# The features the logistic model is fitted on. The others are still computed, so a state saved with weights on them
+# loads; they were left out because they shifted between books (BM25 scores, counts that grow with question length)
+# and made a gate fitted on one book refuse answerable questions of the other (benchmarks/refusal_transfer.py).
+CALIBRATED_FEATURES = ("top_dense", "coverage_top1", "coverage_top3", "uncovered_share", "uncovered_names",
+                       "override", "value_coverage", "asks_value")
+MAX_FALSE_REFUSAL = 0.05  # share of answerable questions a gate may refuse: out of fold when fitted, on dev when chosen
 _OVERRIDE = re.compile(
     r"ignore (all |any |your |the |previous |prior )*(instructions|rules|context|book)|system prompt|"
     r"you are now|pretend (to be|you)|forget (the|your|about)|general knowledge|jailbreak|developer mode|"
@@ -50,13 +64,21 @@ def gate_features(question: str, passages: list[Passage]) -> dict[str, float]:
     terms = content_terms(question)
     # The retriever's own order; passages merged from several searches (query expansion) are re-ranked by it.
     ranked = sorted(passages, key=rank_key)
-    texts = [term_set(f"{p.title} {p.heading} {p.text}") for p in ranked]
+    full_texts = [f"{p.title} {p.heading} {p.text}" for p in ranked]
+    texts = [term_set(text) for text in full_texts]
     top3 = set().union(*texts[:3]) if texts else set()
+    asked = asked_value(question)
+    # "How much does Kestrel weigh?" is answered by "a mass of 24 kg": a value of the asked kind stands for the
+    # question's words that name the value, so a paraphrase of the quantity is not counted as missing.
+    value_words = asked.words if asked else frozenset()
 
-    def coverage(words: set[str]) -> float:
-        return sum(t in words for t in terms) / len(terms) if terms else 0.0
+    def coverage(words: set[str], holds_value: bool = False) -> float:
+        return sum(t in words or (holds_value and t in value_words) for t in terms) / len(terms) if terms else 0.0
 
     every = set().union(*texts) if texts else set()
+    some_value = bool(asked) and any(asked.held_by(text) for text in full_texts)
+    sentences = [s.text for s in passage_sentences(ranked[:3])]
+    with_value = [s for s in sentences if asked is None or asked.held_by(s)]
     return {
         "top_dense": dense[0],
         "mean_top3_dense": float(np.mean(dense[:3])),
@@ -67,24 +89,22 @@ def gate_features(question: str, passages: list[Passage]) -> dict[str, float]:
         "uncovered_terms": float(sum(t not in every for t in terms)),
         "uncovered_names": float(sum(t not in every for t in name_terms(question))),
         "override": 1.0 if _OVERRIDE.search(question) else 0.0,
+        "uncovered_share": 1.0 - coverage(every, some_value) if terms else 1.0,
+        "value_coverage": max((coverage(term_set(s), asked is not None) for s in with_value), default=0.0),
+        "asks_value": 1.0 if asked else 0.0,
     }
 
 
 class RefusalGate(Parameter):
-    """P(answerable | retrieval features). Uncalibrated, it is a prior over cosine and term coverage."""
+    """P(answerable | retrieval features). Uncalibrated, it runs on the shipped default calibration."""
 
     def __init__(self):
         self.reset()
 
     def reset(self) -> None:
-        # The zero-shot prior: a plain cosine cut softened by term coverage; calibration replaces it.
-        self.weights = {"top_dense": 12.0, "coverage_top3": 4.0, "override": -6.0}
-        self.mean = {name: 0.0 for name in FEATURES}
-        self.scale = {name: 1.0 for name in FEATURES}
-        self.bias = -12.0 * 0.30 - 4.0 * 0.5
-        self.threshold = 0.5  # refuse below this probability
-        self.high_confidence = 0.8  # "high" confidence at or above this probability
-        self.calibrated = False
+        """Back to the default calibration: weights, standardization, `threshold` (refuse below this probability),
+        `high_confidence` ("high" at or above it). `calibrated` stays False: nothing was fitted on this book."""
+        self.load_state(default_state())
 
     @classmethod
     def cosine_cut(cls, threshold: float) -> RefusalGate:
@@ -92,14 +112,14 @@ class RefusalGate(Parameter):
         gate = cls()
         # A step-like logistic: z = 1e6 * (top_dense - threshold) keeps p >= 0.5 iff top_dense >= threshold.
         gate.weights, gate.bias = {"top_dense": 1e6}, 0.0
-        gate.mean["top_dense"] = float(threshold)
+        gate.mean["top_dense"], gate.scale["top_dense"] = float(threshold), 1.0
         gate.threshold = gate.high_confidence = 0.5
         gate.calibrated = True
         return gate
 
     @classmethod
     def fit_cosine_cut(cls, features: list[dict[str, float]], answerable: list[bool],
-                       max_false_refusal: float = 0.15) -> RefusalGate:
+                       max_false_refusal: float = MAX_FALSE_REFUSAL) -> RefusalGate:
         """The single cosine cut chosen on these examples by the same rule as the full gate's probability cut."""
         cosines = [f["top_dense"] for f in features]
         return cls.cosine_cut(cls._best_threshold(cosines, answerable, max_false_refusal))
@@ -116,36 +136,34 @@ class RefusalGate(Parameter):
         p = self.probability(features)
         return p >= self.threshold, p, features
 
-    def fit(self, features: list[dict[str, float]], answerable: list[bool], l2: float = 0.1,
-            max_false_refusal: float = 0.15) -> RefusalGate:
-        """Logistic regression (standardized features, L2), then the probability cut that maximizes balanced
-        refusal accuracy with at most `max_false_refusal` of answerable questions refused, on these examples."""
+    def fit(self, features: list[dict[str, float]], answerable: list[bool], l2: float = 1.0,
+            max_false_refusal: float = MAX_FALSE_REFUSAL, folds: int = 5) -> RefusalGate:
+        """Logistic regression on `CALIBRATED_FEATURES` (standardized, L2), then the probability cut that refuses the
+        most must-refuse questions while refusing at most `max_false_refusal` of the answerable ones. The cut is
+        chosen on out-of-fold probabilities: in-sample ones are overconfident and let false refusals through."""
         X = np.array([[f[name] for name in FEATURES] for f in features], dtype=float)
         y = np.array(answerable, dtype=float)
         mean, scale = X.mean(axis=0), X.std(axis=0)
         scale[scale < 1e-9] = 1.0
-        Z = (X - mean) / scale
-        w, b = np.zeros(Z.shape[1]), 0.0
-        for _ in range(3000):  # plain gradient descent: tiny, deterministic, no extra dependency
-            p = 1.0 / (1.0 + np.exp(-(Z @ w + b)))
-            w -= 0.5 * (Z.T @ (p - y) / len(y) + l2 * w / len(y))
-            b -= 0.5 * float(np.mean(p - y))
-        self.weights = dict(zip(FEATURES, map(float, w)))
+        Z = ((X - mean) / scale)[:, [FEATURES.index(name) for name in CALIBRATED_FEATURES]]
+        w, b = _logistic(Z, y, l2)
+        self.weights = dict(zip(CALIBRATED_FEATURES, map(float, w)))
         self.mean, self.scale = dict(zip(FEATURES, map(float, mean))), dict(zip(FEATURES, map(float, scale)))
         self.bias = float(b)
-        self.threshold = self._best_threshold([self.probability(f) for f in features], answerable, max_false_refusal)
+        held_out = _out_of_fold(Z, y, l2, folds) if len(y) >= 2 * folds else 1.0 / (1.0 + np.exp(-(Z @ w + b)))
+        self.threshold = self._best_threshold([float(p) for p in held_out], answerable, max_false_refusal)
         self.high_confidence = max(self.threshold, 0.8)
         self.calibrated = True
         return self
 
     @staticmethod
     def _best_threshold(probabilities: list[float], answerable: list[bool], max_false_refusal: float) -> float:
-        best, best_score = 0.5, -1.0
+        """The lowest cut with the best refusal recall among those refusing at most `max_false_refusal`."""
+        best, best_recall = 0.5, -1.0
         for cut in sorted(set(probabilities)):
             refusal_recall, false_refusal = refusal_rates(probabilities, answerable, cut)
-            score = (refusal_recall + 1 - false_refusal) / 2
-            if false_refusal <= max_false_refusal and score > best_score:
-                best, best_score = cut, score
+            if false_refusal <= max_false_refusal and refusal_recall > best_recall:
+                best, best_recall = cut, refusal_recall
         return best
 
     def dump_state(self, json_mode: bool = True) -> dict:
@@ -165,10 +183,40 @@ class RefusalGate(Parameter):
             self.weights = weights
             # A state saved before a feature existed has no entry for it (and no weight on it).
             self.mean = {k: float(state["mean"].get(k, 0.0)) for k in FEATURES}
-            self.scale = {k: float(state["scale"].get(k, 1.0)) or 1.0 for k in FEATURES}
+            self.scale = {k: float(state["scale"].get(k, 1.0)) for k in FEATURES}
             self.bias, self.threshold = float(state["bias"]), float(state["threshold"])
             self.high_confidence = float(state["high_confidence"])
             self.calibrated = bool(state["calibrated"])
+            # A hand-edited state could refuse nothing (threshold -1) or everything: check what load can't parse.
+            numbers = {"bias": self.bias, **{f"weights.{k}": v for k, v in weights.items()},
+                       **{f"mean.{k}": v for k, v in self.mean.items()}, **{f"scale.{k}": v for k, v in self.scale.items()}}
+            if bad := [name for name, value in numbers.items() if not math.isfinite(value)]:
+                raise ValueError(f"{', '.join(bad)} must be finite numbers")
+            if bad := [name for name, value in self.scale.items() if value <= 0]:
+                raise ValueError(f"scale.{', scale.'.join(bad)} must be more than 0")
+            for name in ("threshold", "high_confidence"):
+                if not 0.0 <= getattr(self, name) <= 1.0:
+                    raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)}")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"refusal gate state is malformed: {exc}") from None
         return self
+
+
+def _logistic(Z: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
+    """Plain gradient descent: tiny, deterministic, no extra dependency."""
+    w, b = np.zeros(Z.shape[1]), 0.0
+    for _ in range(3000):
+        p = 1.0 / (1.0 + np.exp(-(Z @ w + b)))
+        w -= 0.5 * (Z.T @ (p - y) / len(y) + l2 * w / len(y))
+        b -= 0.5 * float(np.mean(p - y))
+    return w, b
+
+
+def _out_of_fold(Z: np.ndarray, y: np.ndarray, l2: float, folds: int) -> np.ndarray:
+    """Each example's probability from a model fitted without it (k folds, interleaved: deterministic)."""
+    fold = np.arange(len(y)) % folds
+    probabilities = np.zeros(len(y))
+    for k in range(folds):
+        w, b = _logistic(Z[fold != k], y[fold != k], l2)
+        probabilities[fold == k] = 1.0 / (1.0 + np.exp(-(Z[fold == k] @ w + b)))
+    return probabilities

@@ -1,0 +1,231 @@
+"""An instruction-tuned GGUF model in-process: a DSPy 3.4 custom LM engine over llama-cpp-python.
+
+Used as `dspy.LM("local/<name>", engine=LlamaCppEngine(...))`. DSPy owns caching, history and adapters; the
+engine turns one canonical `dspy.lm15.Request` into one `dspy.lm15.Response`: it renders the messages with the
+chat template the GGUF carries, and generates with one llama.cpp model that stays loaded.
+
+Speed comes from the prompt prefix: llama.cpp keeps the KV cache of the last prompt, and a new prompt that starts
+with the same tokens (the system message and the compiled demos) only evaluates what follows. The engine reports
+that reuse as `cache_read_tokens`, and keeps each prefix's KV state on disk (`PromptPrefixStore`) for the next
+process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from dspy.lm15 import (
+    ConfigurationError,
+    ContextLengthError,
+    Message,
+    Request,
+    Response,
+    TextPart,
+    UnsupportedFeatureError,
+    Usage,
+)
+
+from programs.lm.packaged_model import QWEN_CODER_1_5B, PackagedModel
+from programs.lm.prompt_prefix_store import MIN_TOKENS, PromptPrefixStore
+
+# llama.cpp's OpenMP threads spin while they wait for each other. Next to any other busy process on 2 cores that
+# spinning starves the model: decode fell from 15 to 0.5 tokens/s (measured). Passive waiting sleeps instead. It must
+# be set before llama_cpp loads OpenMP; a value the user set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+_ROLES = {"user": "user", "developer": "system", "assistant": "assistant"}
+_MODELS: dict[tuple, object] = {}  # one loaded model per (file, n_ctx, n_threads) for the whole process
+_MODELS_LOCK = threading.Lock()
+
+
+def chat_messages(request: Request) -> list[dict[str, str]]:
+    """The request as chat-template messages: the system text first, then the turns."""
+    messages = [{"role": "system", "content": _text(request.system)}] if request.system else []
+    for index, message in enumerate(request.messages):
+        role = _ROLES.get(message.role)
+        if role is None or not all(isinstance(part, TextPart) for part in message.parts):
+            raise UnsupportedFeatureError(
+                "the local model reads text from system, user and assistant messages only", feature=f"messages[{index}]"
+            )
+        messages.append({"role": role, "content": "".join(part.text for part in message.parts)})
+    return messages
+
+
+def _text(system) -> str:
+    return system if isinstance(system, str) else "".join(part.text for part in system)
+
+
+class LlamaCppEngine:
+    """Runs a chat GGUF: `gguf` (a user's file) or, when None, the packaged default assembled into `models_dir`.
+
+    The model loads on the first call and is shared by every engine of the process that names the same file
+    (notebooks that load a program twice, `--compare`): a lock serializes calls, because a llama.cpp context is
+    not thread-safe (DSPy's Evaluate and optimizers use threads).
+
+    n_threads (BOOKRAG_LM_THREADS): on an idle 2-core machine 2 threads are fastest, but llama.cpp's threads
+    spin-wait on each other, so next to another busy process 1 thread decodes several times faster (measured).
+    """
+
+    def __init__(self, gguf: str | Path | None, models_dir: str | Path, *, max_tokens: int = 256,
+                 n_ctx: int = 4096, n_threads: int = 2):
+        self.gguf = Path(gguf).expanduser() if gguf else None
+        self.models_dir = Path(models_dir)
+        self.max_tokens, self.n_ctx, self.n_threads = max_tokens, n_ctx, n_threads
+        self.load_seconds: float | None = None  # how long the first load took, reported apart from answers
+        self._formatter = None
+        self._prefixes: PromptPrefixStore | None = None
+
+    @property
+    def packaged(self) -> PackagedModel | None:
+        return None if self.gguf else QWEN_CODER_1_5B
+
+    @property
+    def name(self) -> str:
+        return self.gguf.stem if self.gguf else QWEN_CODER_1_5B.name
+
+    def __deepcopy__(self, memo):
+        # Optimizers and `Module.load` deep-copy programs; the copies share this engine (and its loaded model).
+        return self
+
+    def complete(self, request: Request) -> Response:
+        if request.tools:
+            raise UnsupportedFeatureError("the local model cannot call tools", feature="tools")
+        config = request.config
+        llama, lock = self._load()
+        with lock:
+            messages = chat_messages(request)
+            tokens, stop = self._prompt_tokens(llama, messages)
+            self._load_prefix(llama, self._prefix_tokens(llama, messages, tokens), tokens)
+            reused = _common_prefix(llama, tokens)
+            try:
+                out = llama.create_completion(
+                    tokens,
+                    # Uncapped, a small model can run to the end of the context: never send None.
+                    max_tokens=config.max_tokens or self.max_tokens,
+                    temperature=0.0 if config.temperature is None else config.temperature,
+                    top_p=1.0 if config.top_p is None else config.top_p,
+                    stop=[*stop, *config.stop],
+                    seed=config.seed,
+                )
+            except ValueError as exc:
+                if "exceed context window" in str(exc):
+                    raise ContextLengthError(str(exc), provider="local") from exc
+                raise
+        choice, usage = out["choices"][0], out["usage"]
+        return Response(
+            id=out["id"],
+            model=request.model,
+            message=Message.assistant(choice["text"]),
+            finish_reason="length" if choice["finish_reason"] == "length" else "stop",
+            usage=Usage(input_tokens=usage["prompt_tokens"], output_tokens=usage["completion_tokens"],
+                        cache_read_tokens=reused),
+        )
+
+    def _prompt_tokens(self, llama, messages: list[dict[str, str]], reply: bool = True) -> tuple[list[int], list[str]]:
+        """The chat template's rendering of `messages` (opening the reply's turn if `reply`), tokenized, and the
+        template's stop strings."""
+        if self._formatter is None:
+            self._formatter = {open_turn: _chat_formatter(llama, self.name, open_turn) for open_turn in (True, False)}
+        rendered = self._formatter[reply](messages=messages)
+        tokens = llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+        stop = rendered.stop if isinstance(rendered.stop, list) else [rendered.stop] if rendered.stop else []
+        return tokens, stop
+
+    def _prefix_tokens(self, llama, messages: list[dict[str, str]], tokens: list[int]) -> list[int]:
+        """The prompt's fixed part: every message before the question (the system message, the demos), as the
+        leading tokens of `tokens`; [] when the template does not render it as such a prefix."""
+        if len(messages) < 2:
+            return []
+        prefix, _ = self._prompt_tokens(llama, messages[:-1], reply=False)
+        return prefix if tokens[: len(prefix)] == prefix else []
+
+    def _load_prefix(self, llama, prefix: list[int], tokens: list[int]) -> None:
+        """Make the KV cache hold `prefix`: it already does, or from the prefix store, or read once and stored."""
+        if self._prefixes is None or len(prefix) < MIN_TOKENS or _common_prefix(llama, tokens) >= len(prefix):
+            return
+        if not self._prefixes.restore(llama, prefix):
+            llama.reset()
+            llama.eval(prefix)
+            self._prefixes.save(llama, prefix)
+
+    def _load(self):
+        key = (str(self.gguf or self.models_dir / QWEN_CODER_1_5B.file_name), self.n_ctx, self.n_threads)
+        with _MODELS_LOCK:
+            if key not in _MODELS:
+                started = time.perf_counter()
+                _MODELS[key] = (self._open(), threading.Lock())
+                self.load_seconds = time.perf_counter() - started
+        return _MODELS[key]
+
+    def _open(self):
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise ConfigurationError(
+                'the local model needs llama-cpp-python: run `make setup`, or CMAKE_ARGS="-DGGML_NATIVE=OFF" '
+                "pip install llama-cpp-python (it compiles for minutes)"
+            ) from exc
+        path = self.gguf if self.gguf else QWEN_CODER_1_5B.path(self.models_dir)
+        if not path.is_file():
+            raise ConfigurationError(f"BOOKRAG_LOCAL_MODEL={path} is not a file: point it at a .gguf model")
+        self._prefixes = PromptPrefixStore(self.models_dir / "prompt-prefixes",
+                                           f"{path.name}:{path.stat().st_size}:{self.n_ctx}")
+        try:
+            return Llama(str(path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False)
+        except ValueError as exc:  # llama.cpp's "Failed to load model from file"
+            raise ConfigurationError(f"cannot load {path} with llama.cpp ({exc}): is it a GGUF model?") from None
+
+    def close(self) -> None:
+        """Free the model's memory; the next call loads it again."""
+        key = (str(self.gguf or self.models_dir / QWEN_CODER_1_5B.file_name), self.n_ctx, self.n_threads)
+        with _MODELS_LOCK:
+            loaded = _MODELS.pop(key, None)
+        if loaded is not None:
+            llama, lock = loaded
+            with lock:
+                llama.close()
+
+    # DSPy saves an LM with a custom engine (e.g. a predictor's own LM) through these two.
+    def dump_state(self) -> dict:
+        return {"gguf": str(self.gguf) if self.gguf else None, "models_dir": str(self.models_dir),
+                "max_tokens": self.max_tokens, "n_ctx": self.n_ctx, "n_threads": self.n_threads}
+
+    @classmethod
+    def load_state(cls, state: dict) -> LlamaCppEngine:
+        return cls(state.get("gguf"), **{k: v for k, v in state.items() if k != "gguf"})
+
+
+def _chat_formatter(llama, name: str, open_turn: bool = True):
+    """The GGUF's own chat template, rendered with llama-cpp-python's Jinja formatter (ending with the opened
+    assistant turn when `open_turn`)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise ConfigurationError(
+            f"{name} carries no chat template: bookrag needs an instruction-tuned (chat) GGUF; a base model cannot "
+            "follow the program's instructions"
+        )
+
+    def token(key: str) -> str:
+        token_id = int(llama.metadata.get(key, -1))
+        return llama.detokenize([token_id], special=True).decode("utf-8", errors="ignore") if token_id >= 0 else ""
+
+    return Jinja2ChatFormatter(template, eos_token=token("tokenizer.ggml.eos_token_id"),
+                               bos_token=token("tokenizer.ggml.bos_token_id"), add_generation_prompt=open_turn,
+                               stop_token_ids=[llama.token_eos()])
+
+
+def _common_prefix(llama, tokens: list[int]) -> int:
+    """How many leading tokens of `tokens` the model's KV cache already holds (llama.cpp skips them)."""
+    cached = llama.input_ids[: llama.n_tokens]
+    n = 0
+    for a, b in zip(cached, tokens):
+        if a != b:
+            break
+        n += 1
+    # llama.cpp always re-evaluates the last prompt token to get its logits.
+    return min(n, len(tokens) - 1)

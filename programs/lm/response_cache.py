@@ -1,0 +1,46 @@
+"""DSPy's response cache, able to forget the reply it just served.
+
+A reply that fails to parse would otherwise be served from the cache on every rerun, with the same error, until
+the cache folder is deleted. `ResponseCache` remembers, per thread, the key of the last reply it stored or served;
+the adapter calls `forget_last_reply()` when that reply cannot be parsed, so the next run asks the model again.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from dspy.clients.cache import Cache
+
+
+class ResponseCache(Cache):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._last = threading.local()
+
+    def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> Any:
+        self._remember(request, ignored_args_for_cache_key)
+        return super().get(request, ignored_args_for_cache_key)
+
+    def put(self, request: dict[str, Any], value: Any, ignored_args_for_cache_key: list[str] | None = None,
+            enable_memory_cache: bool = True) -> None:
+        self._remember(request, ignored_args_for_cache_key)
+        super().put(request, value, ignored_args_for_cache_key, enable_memory_cache)
+
+    def forget_last_reply(self) -> bool:
+        """Drop the entry this thread last stored or served, from memory and disk. True if there was one."""
+        key = getattr(self._last, "key", None)
+        self._last.key = None
+        if key is None:
+            return False
+        with self._lock:
+            found = self.memory_cache.pop(key, None) is not None
+        if self.enable_disk_cache:
+            found = bool(self.disk_cache.delete(key)) or found
+        return found
+
+    def _remember(self, request: dict[str, Any], ignored: list[str] | None) -> None:
+        try:
+            self._last.key = self.cache_key(request, ignored)
+        except Exception:  # noqa: BLE001 - an uncacheable request is not cached either: nothing to forget
+            self._last.key = None

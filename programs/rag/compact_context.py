@@ -1,0 +1,84 @@
+"""`CompactContext`: the retrieved passages cut down to the sentences that matter for the question.
+
+A small local model reads its prompt at ~60-90 tokens/s on 2 cores: five whole 250-token passages cost 10-20 s
+before it writes a word. The sentences that best match the question, within a word budget, keep most of the facts
+an answer needs (`benchmarks/context_compression.py` measures the share of reference key facts present in the
+context, before and after). A sentence ranks by its words in common with the question (`scored_sentences`) plus
+its embedding's cosine to the question's, which finds "mass" for "weigh". A sentence that announces a list brings
+its items. Passages keep their retrieval numbers, so citations still name retrieved passages; a passage with no
+chosen sentence is left out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from programs.rag.passage_sentences import LIST_ITEMS, Sentence, passage_sentences, scored_sentences
+from retrievers.passage import Passage
+
+DEFAULT_WORDS = 160
+
+
+class CompactContext:
+    def __init__(self, embedder=None, max_words: int = DEFAULT_WORDS):
+        self.embedder = embedder  # None: rank by shared words alone
+        self.max_words = max_words
+
+    def __deepcopy__(self, memo):
+        # Optimizers deep-copy programs; the embedder (a model, a cache connection) is shared, not copied.
+        return CompactContext(self.embedder, self.max_words)
+
+    def __call__(self, question: str, passages: list[Passage]) -> str:
+        chosen = self.choose(question, passages)
+        blocks = []
+        for number, passage in enumerate(passages, start=1):
+            texts = [s.text for s in chosen if s.number == number]
+            if texts:
+                blocks.append(f"[{number}] {heading(passage)}\n" + "\n".join(texts))
+        return "\n\n".join(blocks)
+
+    def choose(self, question: str, passages: list[Passage]) -> list[Sentence]:
+        """The best-ranked sentences (a list's lead-in with its items) within the word budget, in book order;
+        a sentence repeated by overlapping chunks is kept once."""
+        sentences = passage_sentences(passages)
+        ranks = self.rank(question, sentences, passages)
+        following = {(s.number, s.index): s for s in sentences}
+        chosen: dict[Sentence, None] = {}
+        seen: set[str] = set()
+        words = 0
+        for best in sorted(sentences, key=ranks.get, reverse=True):
+            if words >= self.max_words:
+                break
+            group = [best] + ([following.get((best.number, best.index + i)) for i in range(1, LIST_ITEMS + 1)]
+                              if best.lead_in else [])
+            for s in group:
+                key = " ".join(s.text.lower().split()) if s else ""
+                if s is None or key in seen:
+                    continue
+                if chosen and words + len(s.text.split()) > self.max_words:
+                    break
+                chosen[s] = None
+                seen.add(key)
+                words += len(s.text.split())
+        return sorted(chosen, key=lambda s: (s.number, s.index))
+
+    def rank(self, question: str, sentences: list[Sentence], passages: list[Passage]) -> dict[Sentence, float]:
+        """Shared words (scaled to 0..1 by the best sentence) plus embedding cosine."""
+        lexical = scored_sentences(question, passages)
+        top = max(lexical.values(), default=0.0) or 1.0
+        ranks = {s: lexical.get(s, 0.0) / top for s in sentences}
+        if self.embedder is not None and sentences:
+            query = np.asarray(self.embedder.embed_query(question))
+            vectors = np.asarray(self.embedder.embed_documents([s.text for s in sentences]))
+            for s, cosine in zip(sentences, vectors @ query):
+                ranks[s] += float(cosine)
+        return ranks
+
+
+def heading(passage: Passage) -> str:
+    """Where a passage sits: its heading path, which usually starts with the page title already."""
+    if not passage.heading or passage.heading == passage.title:
+        return passage.title
+    if passage.heading.startswith(passage.title):
+        return passage.heading
+    return f"{passage.title} › {passage.heading}"

@@ -1,0 +1,110 @@
+"""Whether an answer's central claims (numbers with their units, versions, names) occur in the passages it cites.
+
+A near-miss question shares the book's topic words but asks for something the book never states; a model that
+answers it anyway, from memory, writes a number or a name that no cited passage holds. This check needs no LM. It
+tolerates formatting: "1.2 m" = "1.2m" = "1.2 metres", "10,000" = "10000", "24 kg" = "24 kilograms".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from programs.rag.query_terms import name_terms, term_set
+
+# A number, then optionally a unit word right after it. Thousands separators only in groups of three ("10,000").
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)(?:\s?([a-zA-Zµ°%][\w/²³·°]*))?")
+_CITATION = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")  # "[2]", "[1, 3]": passage numbers, not claims
+_LIST_NUMBER = re.compile(r"^\s*\d+[.)]\s", re.MULTILINE)
+_UNITS = {
+    "m": ("m", "meter", "meters", "metre", "metres"), "cm": ("cm", "centimeter", "centimeters", "centimetre",
+                                                            "centimetres"),
+    "mm": ("mm", "millimeter", "millimeters", "millimetre", "millimetres"), "km": ("km", "kilometer", "kilometers"),
+    "kg": ("kg", "kgs", "kilogram", "kilograms"), "g": ("g", "gram", "grams"), "lb": ("lb", "lbs", "pound", "pounds"),
+    "s": ("s", "sec", "secs", "second", "seconds"), "ms": ("ms", "msec", "millisecond", "milliseconds"),
+    "min": ("min", "mins", "minute", "minutes"), "h": ("h", "hr", "hrs", "hour", "hours"),
+    "hz": ("hz", "hertz"), "khz": ("khz",), "%": ("%", "percent"), "deg": ("°", "deg", "degree", "degrees"),
+    "v": ("v", "volt", "volts"), "w": ("w", "watt", "watts"), "a": ("amp", "amps", "ampere", "amperes"),
+    "n": ("n", "newton", "newtons"), "nm": ("nm", "n·m", "newton-meters"), "gb": ("gb", "gigabyte", "gigabytes"),
+    "mb": ("mb", "megabyte", "megabytes"), "tb": ("tb", "terabyte", "terabytes"), "fps": ("fps",),
+    "m/s": ("m/s",), "rad/s": ("rad/s",), "m/s²": ("m/s²", "m/s2"), "kg·m²": ("kg·m²", "kg·m2"), "mah": ("mah",),
+}
+_UNIT = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    claims: tuple[str, ...]  # the numbers (with units) and names the answer states
+    unsupported: tuple[str, ...]  # those no cited passage holds
+
+    @property
+    def supported(self) -> bool:
+        return not self.unsupported
+
+
+def check_claims(answer: str, passages: Iterable[str]) -> ClaimCheck:
+    """Which of the answer's numbers and names occur in `passages` (the texts of the passages it cites)."""
+    evidence = " ".join(passages)
+    stated = _LIST_NUMBER.sub(" ", _CITATION.sub(" ", answer))
+    numbers_in_evidence = set(_numbers(evidence))
+    names_in_evidence = term_set(evidence)
+    claims, unsupported = [], []
+    for value, unit in dict.fromkeys(_numbers(stated)):
+        claims.append(f"{value} {unit}" if unit else value)
+        # A unit the passage leaves out ("mass: 24" in a table under "kg") is not a contradiction; another unit is.
+        if not ((value, unit) in numbers_in_evidence or (value, None) in numbers_in_evidence
+                or (unit is None and any(v == value for v, _ in numbers_in_evidence))):
+            unsupported.append(claims[-1])
+    for name in name_terms(stated):
+        if name[0].isdigit():  # "1.2m", "24-kg": a number, checked above with its unit
+            continue
+        claims.append(name)
+        if name not in names_in_evidence:
+            unsupported.append(name)
+    return ClaimCheck(tuple(claims), tuple(unsupported))
+
+
+def _numbers(text: str) -> list[tuple[str, str | None]]:
+    """(canonical value, canonical unit or None) of every number in the text."""
+    found = []
+    for match in _NUMBER.finditer(text):
+        raw, word = match.group(1).replace(",", ""), (match.group(2) or "").lower()
+        found.append((_canonical(raw), _UNIT.get(word)))
+    return found
+
+
+def _canonical(raw: str) -> str:
+    """"1.20" and "1.2" are one value; a version with two dots or more ("2.2.0") is kept as written."""
+    if raw.count(".") > 1:
+        return raw
+    try:
+        return format(Decimal(raw).normalize(), "f")
+    except InvalidOperation:
+        return raw
+
+
+def grounded_citations(answer: str, texts: list[str], citations: list[int]) -> list[int] | None:
+    """`citations` (1-based numbers into `texts`), with the passages added that hold what the cited ones do not;
+    None when some claim of the answer is in no passage at all.
+
+    A small model often states the right value and cites a neighbouring passage: the value came from the
+    retrieved text, so the citation is repaired rather than the answer refused. A value no retrieved passage holds
+    came from the model's memory, or was guessed for a near-miss question."""
+    grounded = list(citations)
+    missing = check_claims(answer, [texts[n - 1] for n in grounded]).unsupported
+    if not missing:
+        return grounded
+    if not check_claims(answer, texts).supported:
+        return None
+    for number in range(1, len(texts) + 1):  # in retrieval order: the best-ranked passage that helps first
+        if number in grounded:
+            continue
+        fewer = check_claims(answer, [texts[n - 1] for n in (*grounded, number)]).unsupported
+        if len(fewer) < len(missing):
+            grounded.append(number)
+            missing = fewer
+        if not missing:
+            break
+    return grounded

@@ -1,0 +1,153 @@
+"""Every command line fails the same way: a known error prints one line and exits with its code (2 configuration,
+3 store/embedding/LM, 4 bad arguments or question file), anything else one line and exit 70 (its traceback with
+--verbose only). Subprocesses, as a user runs them; all of these fail before any model loads."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import PROJECT_ROOT, SMALL_BOOK, clean_env, run_script, write_book
+
+PR_CAPBSET_DROP, CAP_DAC_OVERRIDE = 24, 1  # <linux/prctl.h>, <linux/capability.h>
+
+
+@pytest.fixture
+def book(tmp_path):
+    return write_book(tmp_path / "book", SMALL_BOOK)
+
+
+def env_for(tmp_path, **extra: str) -> dict[str, str]:
+    return clean_env(**{"BOOKRAG_DATA_DIR": str(tmp_path / "data"), "BOOKRAG_ARTIFACTS_DIR": str(tmp_path / "artifacts"),
+                        **extra})
+
+
+def one_line_error(result, code: int) -> str:
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    return result.stderr
+
+
+def test_a_question_that_is_not_utf8_exits_4_showing_the_bad_byte(tmp_path):
+    """`python ask.py $'How tall is \\xff Kestrel?'`: the shell passes a byte that is not UTF-8."""
+    result = subprocess.run([sys.executable, str(PROJECT_ROOT / "ask.py"), b"How tall is \xff Kestrel?"],
+                            cwd=tmp_path, env=env_for(tmp_path), capture_output=True, text=True, timeout=60, check=False)
+    stderr = one_line_error(result, 4)
+    assert "argument question is not valid UTF-8 text: 'How tall is \\\\xff Kestrel?'" in stderr
+
+
+@pytest.mark.parametrize("script", ["ask.py", "ingest.py"])
+@pytest.mark.parametrize("variable, value, message", [
+    ("QDRANT_URL", "not a url", "QDRANT_URL must be an http:// or https:// URL, got 'not a url'"),
+    ("BOOKRAG_LM", "nonsense", "BOOKRAG_LM must be local or a LiteLLM model string"),
+])
+def test_a_malformed_setting_exits_2_before_anything_runs(tmp_path, book, script, variable, value, message):
+    args = [book] if script == "ingest.py" else ["What is a node?", "--book", book]
+    stderr = one_line_error(run_script(script, *args, cwd=tmp_path, env=env_for(tmp_path, **{variable: value})), 2)
+    assert message in stderr
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("script", ["ask.py", "ingest.py"])
+@pytest.mark.parametrize("where", ["the-file", "under-the-file"])
+def test_a_data_dir_that_is_a_file_exits_2_naming_it(tmp_path, book, script, where):
+    file = tmp_path / "data.txt"
+    file.write_text("not a folder")
+    data_dir = file if where == "the-file" else file / "data"
+    args = [book] if script == "ingest.py" else ["What is a node?", "--book", book]
+    result = run_script(script, *args, cwd=tmp_path, env=env_for(tmp_path, BOOKRAG_DATA_DIR=str(data_dir)))
+    assert f"BOOKRAG_DATA_DIR {data_dir} is not a folder: {file} is a file" in one_line_error(result, 2)
+
+
+def as_an_ordinary_user():
+    """A preexec_fn that makes a root child meet file permissions like any user (it drops CAP_DAC_OVERRIDE from
+    the bounding set before exec); for any other user, permissions bite already."""
+    if os.geteuid() != 0:
+        return None
+
+    def drop_override():
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+    return drop_override
+
+
+@pytest.mark.parametrize("script", ["ask.py", "ingest.py"])
+def test_a_read_only_data_folder_exits_2_naming_it(tmp_path, book, script):
+    data = tmp_path / "data"
+    data.mkdir()
+    data.chmod(0o555)
+    args = [book] if script == "ingest.py" else ["What is a node?", "--book", book]
+    try:
+        result = subprocess.run([sys.executable, str(PROJECT_ROOT / script), *map(str, args)], cwd=tmp_path,
+                                env=env_for(tmp_path), capture_output=True, text=True, timeout=60,
+                                preexec_fn=as_an_ordinary_user(), check=False)
+    except subprocess.SubprocessError as exc:  # no CAP_SETPCAP to drop a capability with
+        pytest.skip(f"cannot run a child without root's write override here: {exc}")
+    finally:
+        data.chmod(0o755)
+    stderr = one_line_error(result, 2)
+    assert f"BOOKRAG_DATA_DIR {data} is read-only" in stderr
+
+
+def test_an_embedding_cache_that_cannot_be_opened_exits_3_naming_it(tmp_path, book):
+    """The sqlite error the issue met in a read-only folder, made without permissions: a folder where the file
+    belongs."""
+    cache = tmp_path / "data" / "embedding-cache.sqlite"
+    cache.mkdir(parents=True)
+    stderr = one_line_error(run_script("ingest.py", book, cwd=tmp_path, env=env_for(tmp_path)), 3)
+    assert f"the embedding cache {cache} cannot be used" in stderr and "BOOKRAG_DATA_DIR" in stderr
+
+
+def test_an_index_folder_that_cannot_be_written_exits_3_naming_it(tmp_path, book):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "qdrant").write_text("a file where the index folder belongs")
+    stderr = one_line_error(run_script("ingest.py", book, cwd=tmp_path, env=env_for(tmp_path)), 3)
+    assert f"cannot write in the index folder {tmp_path / 'data' / 'qdrant'}" in stderr
+
+
+def test_a_jsonl_question_file_that_is_not_utf8_exits_4_naming_the_line(tmp_path, book):
+    questions = tmp_path / "questions.jsonl"
+    questions.write_bytes(b'{"id": "a", "question": "What is a node?", "answerable": true}\n'
+                          b'{"id": "b", "question": "How tall is \xff Kestrel?", "answerable": true}\n')
+    result = run_script("evaluate.py", "--book", book, "--questions", questions, "--zero-shot", cwd=tmp_path,
+                        env=env_for(tmp_path))
+    assert f"{questions}:2: not UTF-8 text" in one_line_error(result, 4)
+
+
+def test_optimize_with_only_answerable_train_questions_exits_4(tmp_path, book):
+    questions = tmp_path / "questions.csv"
+    questions.write_text("id,question,answerable,split\nq1,What is a node?,true,train\n"
+                         "q2,What is Gazebo?,true,train\nq3,What launches nodes?,true,dev\n")
+    result = run_script("optimize.py", "--book", book, "--questions", questions, cwd=tmp_path, env=env_for(tmp_path))
+    assert "needs answerable and must-refuse (answerable=false) questions in its train split" in \
+        one_line_error(result, 4)
+
+
+UNEXPECTED = """
+import sys
+from bookrag.cli import run, setup_logging
+setup_logging(verbose="--verbose" in sys.argv)
+def main():
+    raise RuntimeError("disk on fire at http://user:pw-5f0e@host:1")
+run(main)
+"""
+
+
+def test_an_unexpected_error_is_one_scrubbed_line_and_exit_70_with_the_traceback_only_when_verbose(tmp_path):
+    def unexpected(*args: str):
+        return subprocess.run([sys.executable, "-c", UNEXPECTED, *args], cwd=PROJECT_ROOT, env=env_for(tmp_path),
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    quiet = unexpected()
+    assert quiet.returncode == 70
+    assert quiet.stderr == ("error: unexpected RuntimeError: disk on fire at http://***@host:1 (a bug in bookrag; "
+                            "--verbose shows the traceback)\n")
+    verbose = unexpected("--verbose")
+    assert verbose.returncode == 70
+    assert "Traceback (most recent call last)" in verbose.stderr and ", in main\n" in verbose.stderr
+    assert "pw-5f0e" not in verbose.stderr
