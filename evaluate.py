@@ -214,9 +214,13 @@ ROWS = (  # (label, report key, format)
     ("latency p95 / ms", "latency_p95_ms", "{:.1f}"),
     ("LM-answered latency p50 / ms", "answer_latency_p50_ms", "{:.1f}"),
     ("LM-answered latency p95 / ms", "answer_latency_p95_ms", "{:.1f}"),
-    ("prompt tokens per LM answer (cached)", "prompt_tokens_per_answer", "{:.0f}"),
+    ("prompt tokens per LM answer", "prompt_tokens_per_answer", "{:.0f}"),
+    ("  of them from the prompt cache", "cached_tokens_per_answer", "{:.0f}"),
     ("completion tokens per LM answer", "completion_tokens_per_answer", "{:.0f}"),
 )
+# Figures of the LM's answers: "–" for a program that made no LM call (extractive), not a misleading 0.
+LM_ONLY = {"parse_failure_rate", "answer_latency_p50_ms", "answer_latency_p95_ms", "prompt_tokens_per_answer",
+           "cached_tokens_per_answer", "completion_tokens_per_answer"}
 
 
 def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
@@ -231,7 +235,8 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
         overall.add_column(name, justify="right")
     for label, key, fmt in ROWS:
         if key in first:
-            overall.add_row(label, *(fmt.format(r[key]) for r in reports.values()))
+            overall.add_row(label, *("–" if key in LM_ONLY and not r["lm_calls"] else fmt.format(r[key])
+                                     for r in reports.values()))
     per_category = Table(title="Per category: share passed (answered with every key fact, or refused) · token F1 "
                                "· median words")
     per_category.add_column("category")

@@ -1,4 +1,4 @@
-"""Offline default quality on a book the team did not write: the refusal gate and the extractive answer.
+"""Offline quality on a book the team did not write: the refusal gate and the extractive answer mode.
 
     python benchmarks/offline_quality.py [--book ../shared/corpora/physical-ai-book-a]
                                          [--questions datasets/physical-ai-book-a.csv] [--data-dir DIR]

@@ -7,8 +7,8 @@ that goes through retrieval: recall@k (a gold source among the top k), MRR, and 
 question's gold sources among the top k: a multi-part question often needs two chapters). Reported over all
 questions, the `multi-part` category, and the questions the parts rule splits. `parts` is shown with the
 program's round-robin merge and, for comparison, with reciprocal-rank fusion. Then end to end: the offline
-default (extractive answers, gate calibrated on the train split without expansion) on the dev+test questions,
-none vs parts: refusals and key facts. `--hyde N` runs HyDE with the local Gemma model on the first N
+extractive mode (gate calibrated on the train split without expansion) on the dev+test questions,
+none vs parts: refusals and key facts. `--hyde N` runs HyDE with the local model on the first N
 multi-part questions (about 20 s each on 2 cores): its parse rate and recall.
 """
 
@@ -158,7 +158,7 @@ def hyde_subset(index, questions, args) -> None:
         passages = hyde.retrieve(q.search_text, k=K)
         seconds.append(time.perf_counter() - started)
         rows.append((q, passages, 1 if unparsed.n > fallbacks else 2))
-    print(f"  HyDE (local Gemma 270M) on {len(subset)} multi-part questions: {len(subset) - unparsed.n} gave a "
+    print(f"  HyDE (local model) on {len(subset)} multi-part questions: {len(subset) - unparsed.n} gave a "
           f"hypothetical passage, {unparsed.n} fell back to the question; {len(lm.history)} LM calls, "
           f"median {median(seconds):.1f} s per question (load {os.getloadavg()[0]:.1f})")
     report("none (same subset)", run(BookRAG(index.retriever, lm=None, k=K), subset))

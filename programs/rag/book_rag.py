@@ -128,9 +128,15 @@ class BookRAG(dspy.Module):
                                                   {"context": "[1] -\n-", "question": "-", "history": ""})
         messages = tuple(Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"])
                          for m in turns)
-        with self._lm():
-            self.lm(Request(model=self.lm.model, system=system["content"], messages=messages,
-                            config=Config(max_tokens=1)), cache=False)
+        dspy_lm_log = logging.getLogger("dspy.clients.lm")  # it warns of a truncated reply: here, on purpose
+        level = dspy_lm_log.level
+        dspy_lm_log.setLevel(logging.ERROR)
+        try:
+            with self._lm():
+                self.lm(Request(model=self.lm.model, system=system["content"], messages=messages,
+                                config=Config(max_tokens=1)), cache=False)
+        finally:
+            dspy_lm_log.setLevel(level)
 
     def context(self, query: str, passages: list[Passage]) -> str:
         """What the LM reads: the numbered passages, compacted to their best sentences when `self.compact`."""
