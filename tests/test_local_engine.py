@@ -131,19 +131,21 @@ def test_a_shared_prompt_prefix_is_read_once_then_reused_from_the_kv_cache(local
     local_lm(messages=[system, {"role": "user", "content": "Say no."}], max_tokens=2)
     first, second = (h["usage"] for h in local_lm.history[-2:])
     reused = second["prompt_tokens_details"]["cached_tokens"]
-    # The second prompt differs only after the system message: llama.cpp re-reads just the new tail.
-    assert reused >= 200
+    # The second prompt differs only after the system message (~170 tokens, under the prefix store's minimum, so
+    # this is llama.cpp's own KV cache): it re-reads just the new tail.
+    assert reused >= 150
     assert second["prompt_tokens"] - reused < 20
     assert first["prompt_tokens_details"]["cached_tokens"] < reused
 
 
 _FIRST_CALL = """
 import json, sys
+from pathlib import Path
 import dspy
 from dspy.clients.cache import Cache
 from bookrag.config import Settings
 from programs.lm.language_model import make_lm
-lm = make_lm(Settings(data_dir=sys.argv[1], lm_max_tokens=2))
+lm = make_lm(Settings(data_dir=Path(sys.argv[1]), lm_max_tokens=2))
 dspy.cache = Cache(False, False, None)
 system = {"role": "system", "content": "You answer questions about a robotics textbook. " * 40}
 lm(messages=[system, {"role": "user", "content": sys.argv[2]}])
@@ -171,7 +173,7 @@ def test_a_new_process_loads_the_prompt_prefix_from_disk_instead_of_reading_it_a
 
     cold = first_call("Say yes.")
     saved = list((models / "prompt-prefixes").glob("*.kv"))
-    assert len(saved) == 1 and cold["prompt_tokens_details"]["cached_tokens"] >= 400  # read once, then reused
+    assert len(saved) == 1 and cold["prompt_tokens_details"]["cached_tokens"] >= 300  # ~330 read once, then reused
     warm = first_call("Say no.")  # a new process: the system message comes from disk, not from the model
-    assert warm["prompt_tokens_details"]["cached_tokens"] >= 400
+    assert warm["prompt_tokens_details"]["cached_tokens"] >= 300
     assert warm["prompt_tokens"] - warm["prompt_tokens_details"]["cached_tokens"] < 20
