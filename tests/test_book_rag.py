@@ -195,6 +195,18 @@ def test_an_answer_stating_a_number_no_cited_passage_holds_is_refused(make):
     assert response.answer == REFUSAL_MESSAGE
 
 
+def test_an_answer_without_the_number_the_question_asks_for_is_refused(make):
+    program = make(lm=DummyLM([generated(answer="Quillon is quite tall for a teaching robot.")]), answer_mode="generated")
+    response = program.ask("How tall is Quillon the teaching robot?")
+    assert response.is_refusal and response.refusal_reason == "no_asked_value"
+
+
+def test_a_question_asking_for_no_value_needs_none_in_its_answer(make):
+    program = make(lm=DummyLM([generated(answer="Quillon is a teaching robot.")]), answer_mode="generated")
+    response = program.ask("What is Quillon the teaching robot?")
+    assert not response.is_refusal and response.answer == "Quillon is a teaching robot."
+
+
 def test_an_answer_whose_claims_its_citation_holds_is_kept(make):
     program = make(lm=DummyLM([generated(answer="It is 1.4 m tall and weighs 31 kg.")]), answer_mode="generated")
     response = program.ask("How tall is Quillon the teaching robot?")
@@ -400,12 +412,12 @@ def test_eight_threads_share_one_generating_program(make):
 def test_programs_with_different_lms_do_not_mix_across_threads(make):
     """dspy.context is per thread: two programs with two LMs, called at once, each use their own."""
     question = "How tall is Quillon the teaching robot?"
-    first = make(lm=DummyLM({question: generated(answer="From LM one.")}), answer_mode="generated")
-    second = make(lm=DummyLM({question: generated(answer="From LM two.")}), answer_mode="generated")
+    first = make(lm=DummyLM({question: generated(answer="LM one: 1.4 m.")}), answer_mode="generated")
+    second = make(lm=DummyLM({question: generated(answer="LM two: 1.4 m.")}), answer_mode="generated")
     jobs = [first, second] * 8
     with ThreadPoolExecutor(max_workers=8) as pool:
         answers = list(pool.map(lambda program: program.ask(question).answer, jobs))
-    assert answers == ["From LM one.", "From LM two."] * 8
+    assert answers == ["LM one: 1.4 m.", "LM two: 1.4 m."] * 8
 
 
 def test_ask_async_matches_ask(make):

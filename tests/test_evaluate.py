@@ -45,6 +45,8 @@ def workspace(tmp_path, monkeypatch):
         monkeypatch.delenv(name)
     monkeypatch.setenv("BOOKRAG_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("BOOKRAG_ARTIFACTS_DIR", str(tmp_path / "artifacts"))
+    # The reports are under test, not the model: no 1.1 GB model assembled and run in every test's data folder.
+    monkeypatch.setenv("BOOKRAG_ANSWER_MODE", "extractive")
     monkeypatch.chdir(tmp_path)  # no project .env
     monkeypatch.setattr("retrievers.book_index.make_embedder", lambda settings: FakeEmbedder())
     book = write_book(tmp_path / "tiny-book", SMALL_BOOK)
@@ -200,7 +202,7 @@ def passage(source: str, dense: float) -> Passage:
 class FixedProgram:
     """Answers each question id with a fixed prediction; has what program_report reads from a BookRAG."""
 
-    k, search_mode = 2, "hybrid"
+    k, search_mode, generates = 2, "hybrid", False
 
     def __init__(self, predictions: dict[str, dspy.Prediction]):
         self.predictions, self.gate = predictions, RefusalGate()

@@ -11,7 +11,7 @@ from bookrag.errors import BookragError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate import metrics
-from programs.rag.book_rag import token_usage
+from programs.rag.book_rag import REFUSED_AFTER_LM, token_usage
 from retrievers.retriever import QdrantRetriever
 
 
@@ -108,7 +108,8 @@ def question_row(program, question: Question, judge=None) -> dict:
                      if answerable and question.reference_answer else None),
         "answer_words": metrics.answer_words(pred.answer) if answerable and not refused else None,
         "parse_failed": pred.mode == "extractive-fallback",
-        "lm_answered": pred.mode in ("generated", "extractive-fallback"),
+        "lm_answered": pred.mode in ("generated", "extractive-fallback")
+                       or (program.generates and pred.refusal_reason in REFUSED_AFTER_LM),
         "combined": metrics.combined_score(example, pred),
         "passed": metrics.passed(example, pred),
         "latency_ms": round(latency_ms, 2),

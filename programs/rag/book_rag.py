@@ -25,6 +25,7 @@ from programs.rag.hyde import HyDE
 from programs.rag.query_expansion import QuestionParts, interleave
 from programs.rag.response import Citation, Response
 from programs.rag.rewrite_query import RewriteQuery
+from programs.refusal.asked_value import asked_value
 from programs.refusal.claim_check import grounded_citations
 from programs.refusal.refusal_gate import RefusalGate
 from retrievers.passage import Passage
@@ -33,6 +34,10 @@ log = logging.getLogger(__name__)
 MAX_QUERY_WORDS = 500
 MIN_SELECTION_COVERAGE = 0.5  # share of the question's content words the selection must contain
 LOCAL_CONTEXT_WORDS = 160  # benchmarks/context_compression.py: ~350-430 prompt tokens, most key facts kept
+# The kinds of asked value an answer must state. Not versions: a release is often a name ("Humble", "Harmonic").
+VALUE_ANSWERS = ("money", "number", "date")
+# Refusals made after the LM wrote an answer (in generated mode): they cost an LM call.
+REFUSED_AFTER_LM = ("model", "no_citation", "unsupported_claim", "no_asked_value")
 
 
 class BookRAG(dspy.Module):
@@ -94,6 +99,9 @@ class BookRAG(dspy.Module):
             citations = grounded_citations(answer, [cited_text(p) for p in passages], citations)
             if citations is None:  # a number, version or name no retrieved passage holds: memory, or a guess
                 return _refusal(REFUSAL_MESSAGE, "unsupported_claim", query, passages, gate, timing)
+            if (asked := asked_value(question)) and asked.kind in VALUE_ANSWERS and not asked.held_by(answer):
+                # Asked for a price, a number or a date and wrote none: the passages did not hold it
+                return _refusal(REFUSAL_MESSAGE, "no_asked_value", query, passages, gate, timing)
         confidence = "high" if probability >= self.gate.high_confidence else "low"
         return dspy.Prediction(answer=answer, citations=citations, passages=passages, is_refusal=False,
                                refusal_reason=None, confidence=confidence, mode=mode, query=query, gate=gate,

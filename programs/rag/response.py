@@ -25,7 +25,8 @@ class Response:
     confidence: Literal["high", "low", "none"] = "none"
     is_refusal: bool = False
     # "gate" (retrieval evidence), "model" (the LM said unanswerable), "no_citation", "unsupported_claim" (a number,
-    # version or name in the answer that no cited passage holds)
+    # version or name in the answer that no retrieved passage holds), "no_asked_value" (asked for a price, number,
+    # date or version, and the answer holds none)
     refusal_reason: str | None = None
     mode: Literal["generated", "extractive", "extractive-fallback", "refused"] = "refused"
     retrieval_time_ms: float = 0.0
