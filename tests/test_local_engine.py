@@ -138,6 +138,19 @@ def test_a_shared_prompt_prefix_is_read_once_then_reused_from_the_kv_cache(local
     assert first["prompt_tokens_details"]["cached_tokens"] < reused
 
 
+@pytest.mark.slow
+@needs_llama
+def test_a_second_engine_sharing_the_loaded_model_also_saves_its_prompt_prefix(local_lm, monkeypatch, tmp_path):
+    monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
+    local_lm(messages=[{"role": "user", "content": "Say yes."}], max_tokens=2)  # the first engine loads the model
+    second = make_lm(Settings(lm="local", lm_max_tokens=2))  # the same file: shares that loaded model
+    system = {"role": "system", "content": f"{tmp_path.name}: you answer questions about a robotics textbook. " * 40}
+    started = time.time()
+    second(messages=[system, {"role": "user", "content": "Say no."}])
+    saved = sorted(second.engine.models_dir.glob("prompt-prefixes/*.kv"), key=lambda p: p.stat().st_mtime)
+    assert saved and saved[-1].stat().st_mtime >= started - 1  # a new prefix (unique to this test), saved
+
+
 _FIRST_CALL = """
 import json, sys
 from pathlib import Path

@@ -37,7 +37,8 @@ from programs.lm.prompt_prefix_store import MIN_TOKENS, PromptPrefixStore
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _ROLES = {"user": "user", "developer": "system", "assistant": "assistant"}
-_MODELS: dict[tuple, object] = {}  # one loaded model per (file, n_ctx, n_threads) for the whole process
+# One loaded model, its lock and its prompt-prefix store per (file, n_ctx, n_threads), for the whole process.
+_MODELS: dict[tuple, tuple] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -76,7 +77,6 @@ class LlamaCppEngine:
         self.max_tokens, self.n_ctx, self.n_threads = max_tokens, n_ctx, n_threads
         self.load_seconds: float | None = None  # how long the first load took, reported apart from answers
         self._formatter = None
-        self._prefixes: PromptPrefixStore | None = None
 
     @property
     def packaged(self) -> PackagedModel | None:
@@ -86,6 +86,11 @@ class LlamaCppEngine:
     def name(self) -> str:
         return self.gguf.stem if self.gguf else QWEN_CODER_1_5B.name
 
+    @property
+    def _key(self) -> tuple:
+        """What the process-wide model is shared by (the packaged file's path, without assembling it)."""
+        return str(self.gguf or self.models_dir / QWEN_CODER_1_5B.file_name), self.n_ctx, self.n_threads
+
     def __deepcopy__(self, memo):
         # Optimizers and `Module.load` deep-copy programs; the copies share this engine (and its loaded model).
         return self
@@ -94,11 +99,11 @@ class LlamaCppEngine:
         if request.tools:
             raise UnsupportedFeatureError("the local model cannot call tools", feature="tools")
         config = request.config
-        llama, lock = self._load()
+        llama, lock, prefixes = self._load()
         with lock:
             messages = chat_messages(request)
             tokens, stop = self._prompt_tokens(llama, messages)
-            self._load_prefix(llama, self._prefix_tokens(llama, messages, tokens), tokens)
+            _load_prefix(llama, prefixes, self._prefix_tokens(llama, messages, tokens), tokens)
             reused = _common_prefix(llama, tokens)
             try:
                 out = llama.create_completion(
@@ -142,23 +147,15 @@ class LlamaCppEngine:
         prefix, _ = self._prompt_tokens(llama, messages[:-1], reply=False)
         return prefix if tokens[: len(prefix)] == prefix else []
 
-    def _load_prefix(self, llama, prefix: list[int], tokens: list[int]) -> None:
-        """Make the KV cache hold `prefix`: it already does, or from the prefix store, or read once and stored."""
-        if self._prefixes is None or len(prefix) < MIN_TOKENS or _common_prefix(llama, tokens) >= len(prefix):
-            return
-        if not self._prefixes.restore(llama, prefix):
-            llama.reset()
-            llama.eval(prefix)
-            self._prefixes.save(llama, prefix)
-
-    def _load(self):
-        key = (str(self.gguf or self.models_dir / QWEN_CODER_1_5B.file_name), self.n_ctx, self.n_threads)
+    def _load(self) -> tuple:
+        """(llama, its lock, its prompt-prefix store): loaded by the first engine that names the file."""
         with _MODELS_LOCK:
-            if key not in _MODELS:
+            if self._key not in _MODELS:
                 started = time.perf_counter()
-                _MODELS[key] = (self._open(), threading.Lock())
+                _MODELS[self._key] = (*self._open(), threading.Lock())
                 self.load_seconds = time.perf_counter() - started
-        return _MODELS[key]
+        llama, prefixes, lock = _MODELS[self._key]
+        return llama, lock, prefixes
 
     def _open(self):
         try:
@@ -171,20 +168,19 @@ class LlamaCppEngine:
         path = self.gguf if self.gguf else QWEN_CODER_1_5B.path(self.models_dir)
         if not path.is_file():
             raise ConfigurationError(f"BOOKRAG_LOCAL_MODEL={path} is not a file: point it at a .gguf model")
-        self._prefixes = PromptPrefixStore(self.models_dir / "prompt-prefixes",
-                                           f"{path.name}:{path.stat().st_size}:{self.n_ctx}")
+        prefixes = PromptPrefixStore(self.models_dir / "prompt-prefixes",
+                                     f"{path.name}:{path.stat().st_size}:{self.n_ctx}")
         try:
-            return Llama(str(path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False)
+            return Llama(str(path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False), prefixes
         except ValueError as exc:  # llama.cpp's "Failed to load model from file"
             raise ConfigurationError(f"cannot load {path} with llama.cpp ({exc}): is it a GGUF model?") from None
 
     def close(self) -> None:
         """Free the model's memory; the next call loads it again."""
-        key = (str(self.gguf or self.models_dir / QWEN_CODER_1_5B.file_name), self.n_ctx, self.n_threads)
         with _MODELS_LOCK:
-            loaded = _MODELS.pop(key, None)
+            loaded = _MODELS.pop(self._key, None)
         if loaded is not None:
-            llama, lock = loaded
+            llama, _, lock = loaded
             with lock:
                 llama.close()
 
@@ -196,6 +192,16 @@ class LlamaCppEngine:
     @classmethod
     def load_state(cls, state: dict) -> LlamaCppEngine:
         return cls(state.get("gguf"), **{k: v for k, v in state.items() if k != "gguf"})
+
+
+def _load_prefix(llama, prefixes: PromptPrefixStore, prefix: list[int], tokens: list[int]) -> None:
+    """Make the KV cache hold `prefix`: it already does, or from the prefix store, or read once and stored."""
+    if len(prefix) < MIN_TOKENS or _common_prefix(llama, tokens) >= len(prefix):
+        return
+    if not prefixes.restore(llama, prefix):
+        llama.reset()
+        llama.eval(prefix)
+        prefixes.save(llama, prefix)
 
 
 def _chat_formatter(llama, name: str, open_turn: bool = True):
