@@ -26,7 +26,8 @@ class Question:
     question: str
     answerable: bool
     gold_sources: tuple[str, ...] = ()
-    key_facts: tuple[str, ...] = ()
+    # Each key fact is a string, or a tuple of alternative spellings any one of which counts ("1.2 m", "1.2 meters").
+    key_facts: tuple[str | tuple[str, ...], ...] = ()
     reference_answer: str = ""
     category: str = ""
     history: tuple[dict, ...] = ()
@@ -130,6 +131,15 @@ def _record_lines(path: Path) -> list[int]:
     return lines
 
 
+def _key_fact(fact, fail) -> str | tuple[str, ...]:
+    """A key fact: a string, or a non-empty list of alternative strings (kept as a tuple)."""
+    if isinstance(fact, str) and fact.strip():
+        return fact
+    if isinstance(fact, list) and fact and all(isinstance(a, str) and a.strip() for a in fact):
+        return tuple(fact)
+    fail("key_facts", f'each key fact is a string or a list of alternatives like ["1.2 m", "1.2 meters"], got {fact!r}')
+
+
 def _question(path: Path, line: int, row: dict) -> Question:
     def fail(column: str, problem: str):
         raise DatasetError(f"{path}:{line}: column {column!r}: {problem}")
@@ -165,8 +175,9 @@ def _question(path: Path, line: int, row: dict) -> Question:
     elif not isinstance(answerable, bool):
         fail("answerable", f"expected true or false, got {answerable!r}")
     gold, facts, history = json_list("gold_sources"), json_list("key_facts"), json_list("history")
-    if not all(isinstance(x, str) for x in gold + facts):
-        fail("gold_sources/key_facts", "list items must be strings")
+    if not all(isinstance(x, str) for x in gold):
+        fail("gold_sources", "list items must be strings")
+    facts = tuple(_key_fact(f, fail) for f in facts)
     for turn in history:
         if not (isinstance(turn, dict) and isinstance(turn.get("question"), str)):
             fail("history", 'each turn must be an object like {"question": "...", "answer": "..."}')

@@ -69,6 +69,13 @@ def test_fact_matching_ignores_case_whitespace_and_number_unit_spacing(fact, ans
     assert fact_present(fact, answer)
 
 
+def test_a_fact_given_as_alternatives_is_present_when_any_alternative_is():
+    assert fact_present(("1.2 m", "1.2 meters"), "Kestrel is 1.2 meters tall.")
+    assert fact_present(("1.2 m", "1.2 meters"), "Kestrel is 1.2m tall.")
+    assert not fact_present(("1.2 m", "1.2 meters"), "Kestrel is 1.5 meters tall.")
+    assert key_fact_recall((("1.2 m", "1.2 meters"), "24 kg"), "It is 1.2 meters tall.") == 0.5
+
+
 @pytest.mark.parametrize(("fact", "answer"), [
     ("50 GB", "It needs 5 GB of disk."),
     ("24 kg", "It weighs 42 kg."),

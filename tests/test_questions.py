@@ -111,6 +111,18 @@ def test_line_numbers_count_multiline_cells_and_blank_lines(tmp_path):
         load_questions(path)
 
 
+def test_a_key_fact_may_be_a_list_of_alternatives(tmp_path):
+    path = csv_file(tmp_path, 'q1,Tall?,true,[],"[[""1.2 m"", ""1.2 meters""], ""24 kg""]",,,[],,')
+    assert load_questions(path)[0].key_facts == (("1.2 m", "1.2 meters"), "24 kg")
+
+
+@pytest.mark.parametrize("facts", ['"[[]]"', '"[1]"', '"[[""a"", 2]]"', '"[""""]"'])
+def test_a_key_fact_that_is_neither_text_nor_alternatives_is_an_error(tmp_path, facts):
+    path = csv_file(tmp_path, f"q1,Tall?,true,[],{facts},,,[],,")
+    with pytest.raises(DatasetError, match="column 'key_facts': each key fact is a string or a list of alternatives"):
+        load_questions(path)
+
+
 def test_invalid_jsonl_line_names_the_line(tmp_path):
     path = write(tmp_path, "q.jsonl", '{"id": "a", "question": "Q?", "answerable": true}\n{"id": "b",\n')
     with pytest.raises(DatasetError, match=r"q\.jsonl:2: not valid JSON"):

@@ -31,9 +31,17 @@ def normalize(text: str) -> str:
     return _NUMBER_UNIT.sub(r"\1", text)
 
 
-def fact_present(fact: str, answer: str) -> bool:
-    """Whether one key fact occurs in the answer: case-, whitespace- and number/unit-spacing-insensitive."""
-    return normalize(fact) in normalize(answer)
+def fact_present(fact: str | tuple[str, ...], answer: str) -> bool:
+    """Whether one key fact occurs in the answer: case-, whitespace- and number/unit-spacing-insensitive. A fact
+    given as alternatives (`("1.2 m", "1.2 meters")`) is present when any one of them is."""
+    alternatives = (fact,) if isinstance(fact, str) else fact
+    text = normalize(answer)
+    return any(normalize(alternative) in text for alternative in alternatives)
+
+
+def fact_text(fact: str | tuple[str, ...]) -> str:
+    """A key fact as a person reads it: its alternatives joined by " / "."""
+    return fact if isinstance(fact, str) else " / ".join(fact)
 
 
 def key_fact_recall(key_facts, answer: str) -> float:
@@ -188,7 +196,7 @@ def feedback_score(gold, pred, trace=None, pred_name=None, pred_trace=None) -> d
         problems.append("Refused an answerable question: the book covers it"
                         + (f" in {', '.join(gold.gold_sources)}." if gold.gold_sources else "."))
     else:
-        missing = [fact for fact in gold.key_facts if not fact_present(fact, pred.answer)]
+        missing = [fact_text(fact) for fact in gold.key_facts if not fact_present(fact, pred.answer)]
         if missing:
             problems.append(f"The answer misses these key facts: {'; '.join(missing)}.")
         invalid = [n for n in cited_numbers(pred) if not _names_passage(n, pred.passages or [])]
