@@ -32,10 +32,6 @@ from programs.refusal.claim_check import check_claims
 from retrievers import BookIndex
 
 
-def passage_text(p) -> str:
-    return f"{p.title} {p.heading} {p.text}"
-
-
 def share(hits: list[bool]) -> str:
     return f"{sum(hits) / len(hits):.3f} ({sum(hits)}/{len(hits)})" if hits else "–"
 
@@ -57,16 +53,16 @@ def main() -> None:
             for q in rows:
                 pred = program(question=q.question, history=q.history)
                 if q.answerable and q.reference_answer:
-                    gold = [passage_text(p) for p in pred.passages if p.source in q.gold_sources]
+                    gold = [p.cited_text for p in pred.passages if p.source in q.gold_sources]
                     if gold:
                         check = check_claims(q.reference_answer, gold)
                         reference.append(check.supported)
-                        retrieved.append(check_claims(q.reference_answer, map(passage_text, pred.passages)).supported)
+                        retrieved.append(check_claims(q.reference_answer, [p.cited_text for p in pred.passages]).supported)
                         if args.show and not check.supported:
                             print(f"  reference {q.id}: {check.unsupported}")
                 if pred.is_refusal:
                     continue
-                check = check_claims(pred.answer, [passage_text(pred.passages[n - 1]) for n in pred.citations])
+                check = check_claims(pred.answer, [pred.passages[n - 1].cited_text for n in pred.citations])
                 extractive.append(check.supported)
                 if args.show and not check.supported:
                     print(f"  extractive {q.id}: {check.unsupported}")

@@ -21,8 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
 from programs.evaluate.metrics import fact_present
-from programs.rag.book_rag import format_context
-from programs.rag.compact_context import CompactContext
+from programs.rag.context import CompactContext, format_context
 from retrievers import BookIndex
 
 BOOKS = {

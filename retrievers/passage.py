@@ -19,6 +19,11 @@ class Passage:
     dense_score: float | None = None  # cosine similarity to the query, when the dense branch saw it
     sparse_score: float | None = None  # BM25 score, when the sparse branch saw it
 
+    @property
+    def cited_text(self) -> str:
+        """What a citation of this passage vouches for: its text with its title and heading."""
+        return f"{self.title} {self.heading} {self.text}"
+
     def to_dict(self) -> dict:
         return asdict(self)
 

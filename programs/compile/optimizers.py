@@ -16,7 +16,8 @@ from dspy.teleprompt import GEPA, BootstrapFewShot, BootstrapFewShotWithRandomSe
 from bookrag.config import REFUSAL_MESSAGE
 from bookrag.questions import Question
 from programs.evaluate.metrics import combined_score, feedback_score
-from programs.rag.book_rag import format_context, format_history
+from programs.rag.book_rag import format_history
+from programs.rag.context import format_context
 
 OPTIMIZERS = ("bootstrap", "labeled", "random-search", "mipro", "gepa")
 # Measured on the dev splits with the local model (README: "Choosing an optimizer").

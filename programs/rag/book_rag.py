@@ -19,7 +19,7 @@ from bookrag.config import ANSWER_MODES, EXPAND_MODES, REFUSAL_MESSAGE, SELECTIO
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode
 from programs.rag.answer_with_citations import REASONING, AnswerWithCitations
-from programs.rag.compact_context import CompactContext, heading
+from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_context
 from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.hyde import HyDE
 from programs.rag.query_expansion import QuestionParts, interleave
@@ -33,7 +33,6 @@ from retrievers.passage import Passage
 log = logging.getLogger(__name__)
 MAX_QUERY_WORDS = 500
 MIN_SELECTION_COVERAGE = 0.5  # share of the question's content words the selection must contain
-LOCAL_CONTEXT_WORDS = 160  # benchmarks/context_compression.py: ~350-430 prompt tokens, most key facts kept
 # The kinds of asked value an answer must state. Not versions: a release is often a name ("Humble", "Harmonic").
 VALUE_ANSWERS = ("money", "number", "date")
 # Refusals made after the LM wrote an answer (in generated mode): they cost an LM call.
@@ -96,7 +95,7 @@ class BookRAG(dspy.Module):
         if not citations:
             return _refusal(REFUSAL_MESSAGE, "no_citation", query, passages, gate, timing)
         if mode == "generated":
-            citations = grounded_citations(answer, [cited_text(p) for p in passages], citations)
+            citations = grounded_citations(answer, [p.cited_text for p in passages], citations)
             if citations is None:  # a number, version or name no retrieved passage holds: memory, or a guess
                 return _refusal(REFUSAL_MESSAGE, "unsupported_claim", query, passages, gate, timing)
             if (asked := asked_value(question)) and asked.kind in VALUE_ANSWERS and not asked.held_by(answer):
@@ -237,15 +236,6 @@ class BookRAG(dspy.Module):
 
     async def ask_async(self, query: str, **kwargs) -> Response:
         return await asyncio.to_thread(self.ask, query, **kwargs)
-
-
-def format_context(passages: list[Passage]) -> str:
-    return "\n\n".join(f"[{n}] {heading(p)}\n{p.text}" for n, p in enumerate(passages, start=1))
-
-
-def cited_text(passage: Passage) -> str:
-    """What a citation vouches for: the passage with its title and heading."""
-    return f"{passage.title} {passage.heading} {passage.text}"
 
 
 def format_history(history) -> str:

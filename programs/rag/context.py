@@ -1,4 +1,5 @@
-"""`CompactContext`: the retrieved passages cut down to the sentences that matter for the question.
+"""What the LM reads: the retrieved passages under their numbers, whole (`format_context`) or cut down to the
+sentences that matter for the question (`CompactContext`).
 
 A small local model reads its prompt at ~60-90 tokens/s on 2 cores: five whole 250-token passages cost 10-20 s
 before it writes a word. The sentences that best match the question, within a word budget, keep most of the facts
@@ -16,11 +17,22 @@ import numpy as np
 from programs.rag.passage_sentences import LIST_ITEMS, Sentence, passage_sentences, scored_sentences
 from retrievers.passage import Passage
 
-DEFAULT_WORDS = 160
+# The local model's budget: ~350-430 prompt tokens, most key facts kept (benchmarks/context_compression.py).
+LOCAL_CONTEXT_WORDS = 160
+
+
+def format_context(passages: list[Passage]) -> str:
+    """Every passage whole, under its number and heading."""
+    return "\n\n".join(passage_block(n, p, p.text) for n, p in enumerate(passages, start=1))
+
+
+def passage_block(number: int, passage: Passage, text: str) -> str:
+    """`[n] title › heading`, then the text the LM reads of passage n."""
+    return f"[{number}] {heading(passage)}\n{text}"
 
 
 class CompactContext:
-    def __init__(self, embedder=None, max_words: int = DEFAULT_WORDS):
+    def __init__(self, embedder=None, max_words: int = LOCAL_CONTEXT_WORDS):
         self.embedder = embedder  # None: rank by shared words alone
         self.max_words = max_words
 
@@ -34,7 +46,7 @@ class CompactContext:
         for number, passage in enumerate(passages, start=1):
             texts = [s.text for s in chosen if s.number == number]
             if texts:
-                blocks.append(f"[{number}] {heading(passage)}\n" + "\n".join(texts))
+                blocks.append(passage_block(number, passage, "\n".join(texts)))
         return "\n\n".join(blocks)
 
     def choose(self, question: str, passages: list[Passage]) -> list[Sentence]:
