@@ -25,7 +25,7 @@ from bookrag.cli import (
     run,
     setup_logging,
 )
-from bookrag.config import ANSWER_MODES, BUNDLED_BOOK, EXPAND_MODES
+from bookrag.config import BUNDLED_BOOK, AnswerMode, ExpandMode
 from bookrag.errors import BookragError
 
 # The seed's contract for the bundled book: (question, a fact the answer must contain), or None = must refuse.
@@ -59,10 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
     parser.add_argument("--program", type=Path, help="compiled program folder (default: artifacts/<book>/ if any)")
     parser.add_argument("--lm", help="language model: local, or a LiteLLM string like openai/gpt-4o-mini")
-    parser.add_argument("--answer-mode", choices=ANSWER_MODES,
+    parser.add_argument("--answer-mode", choices=list(AnswerMode),
                         help="generated (the LM writes the answer) or extractive (the book's own sentences, fast; no "
                              "LM call) (default: BOOKRAG_ANSWER_MODE, generated)")
-    parser.add_argument("--expand", choices=EXPAND_MODES,
+    parser.add_argument("--expand", choices=list(ExpandMode),
                         help="query expansion: parts = also search each part of a multi-part question, hyde = also "
                              "search with an LM-written hypothetical answer (default: BOOKRAG_EXPAND or none)")
     parser.add_argument("--json", action="store_true", help="print the response as JSON on stdout, nothing else")

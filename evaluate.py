@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bookrag.cli import EXIT_BELOW_GATE, EXIT_OK, ArgumentParser, load_settings, run, setup_logging
-from bookrag.config import ANSWER_MODES, BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, AnswerMode, book_name
 
 ZERO_SHOT, BASELINE = "zero-shot", "baseline"
 SUMMARY_KEYS = ("n", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity",
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                              "is below X")
     parser.add_argument("--out", type=Path, help="report folder (default: reports/<book>-<split>/)")
     parser.add_argument("--lm", help="language model: local, or a LiteLLM string like openai/gpt-4o-mini")
-    parser.add_argument("--answer-mode", choices=ANSWER_MODES,
+    parser.add_argument("--answer-mode", choices=list(AnswerMode),
                         help="generated (the LM writes the answer) or extractive (the book's own sentences, fast; no "
                              "LM call) (default: BOOKRAG_ANSWER_MODE, generated)")
     parser.add_argument("--semantic-f1", action="store_true",
@@ -139,7 +139,7 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
             "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
             "questions": str(args.questions), "split": split, "programs": list(programs), "lm": settings.lm,
             "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
-            "min_accuracy": args.min_accuracy, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "min_accuracy": args.min_accuracy, "date": datetime.now(UTC).isoformat(timespec="seconds"),
         }
     files = [write_report_json(out_dir / "report.json", run_settings, reports),
              write_predictions_csv(out_dir / "predictions.csv", reports), *write_plots(reports, out_dir)]

@@ -21,7 +21,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
-from bookrag.config import ANSWER_MODES, BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, AnswerMode, book_name
 from bookrag.errors import DatasetError
 
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
                              "another book, a synthetic set written from the book beside the artifact)")
     parser.add_argument("--lm", help="task LM: local, or a LiteLLM string like openai/gpt-4o-mini")
     parser.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
-    parser.add_argument("--answer-mode", choices=ANSWER_MODES,
+    parser.add_argument("--answer-mode", choices=list(AnswerMode),
                         help="who writes answers: generated (the LM's ChainOfThought, compiled here) or extractive "
                              "(the book's sentences; only the gate is calibrated) (default: BOOKRAG_ANSWER_MODE, "
                              "generated)")

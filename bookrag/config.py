@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from bookrag.errors import ConfigError
@@ -23,8 +24,30 @@ REFUSAL_MESSAGE = "I couldn't find information about that in the book."
 SELECTION_REFUSAL_MESSAGE = (
     "I can only answer based on the selected text, and the answer is not present there."
 )
-EXPAND_MODES = ("none", "parts", "hyde")
-ANSWER_MODES = ("generated", "extractive")
+
+
+class AnswerMode(StrEnum):
+    """Who writes the answer: the LM (ChainOfThought) or the book's own sentences (fast, no LM call)."""
+
+    GENERATED = "generated"
+    EXTRACTIVE = "extractive"
+
+    @classmethod
+    def _missing_(cls, value):
+        raise ValueError(f"answer_mode must be one of {', '.join(cls)}, got {value!r}")
+
+
+class ExpandMode(StrEnum):
+    """Query expansion (programs/rag/query_expansion.py, programs/rag/hyde.py)."""
+
+    NONE = "none"
+    PARTS = "parts"  # search for each part of a multi-part question too
+    HYDE = "hyde"  # search with an LM-written hypothetical answer passage too
+
+    @classmethod
+    def _missing_(cls, value):
+        raise ValueError(f"expand must be one of {', '.join(cls)}, got {value!r}")
+
 
 log = logging.getLogger(__name__)
 
@@ -219,10 +242,10 @@ class Settings:
         if self.qdrant_url and not re.match(r"https?://[^/\s]+", self.qdrant_url):
             raise ConfigError(f"QDRANT_URL must be an http:// or https:// URL, got {mask_url(self.qdrant_url)!r}")
         _check_writable_folder("BOOKRAG_DATA_DIR", self.data_dir)
-        if self.answer_mode not in ANSWER_MODES:
-            raise ConfigError(f"BOOKRAG_ANSWER_MODE must be {' or '.join(ANSWER_MODES)}, got {self.answer_mode!r}")
-        if self.expand not in EXPAND_MODES:
-            raise ConfigError(f"BOOKRAG_EXPAND must be {', '.join(EXPAND_MODES)}, got {self.expand!r}")
+        if self.answer_mode not in tuple(AnswerMode):
+            raise ConfigError(f"BOOKRAG_ANSWER_MODE must be {' or '.join(AnswerMode)}, got {self.answer_mode!r}")
+        if self.expand not in tuple(ExpandMode):
+            raise ConfigError(f"BOOKRAG_EXPAND must be {', '.join(ExpandMode)}, got {self.expand!r}")
         return self
 
     @property

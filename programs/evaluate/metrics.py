@@ -13,12 +13,12 @@ from collections import Counter
 
 import dspy
 
+from programs.refusal.reasons import MODEL_REFUSALS
 from retrievers.passage import Passage
 
 # combined_score at or above this makes a bootstrapped trace a demo: every key fact (0.4), a valid gold citation
 # (0.2) and a token F1 of at least 0.4 against the reference (0.16), i.e. correct, cited and concise.
 BOOTSTRAP_PASS = 0.75
-MODEL_REFUSALS = ("gate", "model", "not_in_selection")  # refused before any answer was written, or by the LM itself
 
 _NUMBER_UNIT = re.compile(r"(\d)\s+(?=[a-z%°])")
 _SPACE = re.compile(r"\s+")

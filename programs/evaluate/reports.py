@@ -11,7 +11,9 @@ from bookrag.errors import BookragError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate import metrics
-from programs.rag.book_rag import REFUSED_AFTER_LM, token_usage
+from programs.rag.book_rag import token_usage
+from programs.rag.response import ResponseMode
+from programs.refusal.reasons import REFUSED_AFTER_LM
 from retrievers.retriever import QdrantRetriever
 
 
@@ -107,8 +109,8 @@ def question_row(program, question: Question, judge=None) -> dict:
         "token_f1": (metrics.token_f1(question.reference_answer, "" if refused else pred.answer)
                      if answerable and question.reference_answer else None),
         "answer_words": metrics.answer_words(pred.answer) if answerable and not refused else None,
-        "parse_failed": pred.mode == "extractive-fallback",
-        "lm_answered": pred.mode in ("generated", "extractive-fallback")
+        "parse_failed": pred.mode == ResponseMode.EXTRACTIVE_FALLBACK,
+        "lm_answered": pred.mode in (ResponseMode.GENERATED, ResponseMode.EXTRACTIVE_FALLBACK)
                        or (program.generates and pred.refusal_reason in REFUSED_AFTER_LM),
         "combined": metrics.combined_score(example, pred),
         "passed": metrics.passed(example, pred),

@@ -15,7 +15,7 @@ import dspy
 from dspy.lm15 import Config, Message, Request
 from dspy.utils.exceptions import AdapterParseError
 
-from bookrag.config import ANSWER_MODES, EXPAND_MODES, REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE
+from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, AnswerMode, ExpandMode
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode
 from programs.rag.answer_with_citations import REASONING, AnswerWithCitations
@@ -23,20 +23,16 @@ from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_con
 from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.hyde import HyDE
 from programs.rag.query_expansion import QuestionParts, interleave
-from programs.rag.response import Citation, Response
+from programs.rag.response import Citation, Response, ResponseMode
 from programs.rag.rewrite_query import RewriteQuery
-from programs.refusal.asked_value import asked_value
-from programs.refusal.claim_check import grounded_citations
+from programs.refusal.answer_checks import check_answer
+from programs.refusal.reasons import RefusalReason
 from programs.refusal.refusal_gate import RefusalGate
 from retrievers.passage import Passage
 
 log = logging.getLogger(__name__)
 MAX_QUERY_WORDS = 500
 MIN_SELECTION_COVERAGE = 0.5  # share of the question's content words the selection must contain
-# The kinds of asked value an answer must state. Not versions: a release is often a name ("Humble", "Harmonic").
-VALUE_ANSWERS = ("money", "number", "date")
-# Refusals made after the LM wrote an answer (in generated mode): they cost an LM call.
-REFUSED_AFTER_LM = ("model", "no_citation", "unsupported_claim", "no_asked_value")
 
 
 class BookRAG(dspy.Module):
@@ -49,9 +45,7 @@ class BookRAG(dspy.Module):
         self.extract = ExtractiveAnswer()
         self.retriever, self.lm = retriever, lm
         self.k, self.search_mode = k, search_mode
-        if answer_mode not in ANSWER_MODES:
-            raise ValueError(f"answer_mode must be {' or '.join(ANSWER_MODES)}, got {answer_mode!r}")
-        self.answer_mode = answer_mode
+        self.answer_mode = AnswerMode(answer_mode)
         # The LM reads the passages' best sentences (a small local model reads ~60-90 tokens/s), or whole passages.
         if context_words is None:
             context_words = LOCAL_CONTEXT_WORDS if lm is not None and lm_mode(lm) == "local" else 0
@@ -62,17 +56,15 @@ class BookRAG(dspy.Module):
     def set_expansion(self, expand: str) -> None:
         """Query expansion: `none`, `parts` (search for each part of a multi-part question too) or `hyde` (search
         with an LM-written hypothetical answer passage too). Measured before made default: see README."""
-        if expand not in EXPAND_MODES:
-            raise ValueError(f"expand must be one of {', '.join(EXPAND_MODES)}, got {expand!r}")
-        self.expand = expand
+        self.expand = ExpandMode(expand)
         # Only an expansion in use is a submodule: the saved state of `none` programs stays as it was.
-        expander = {"none": None, "parts": QuestionParts, "hyde": HyDE}[expand]
+        expander = {ExpandMode.NONE: None, ExpandMode.PARTS: QuestionParts, ExpandMode.HYDE: HyDE}[self.expand]
         self.expander = expander() if expander else None
 
     @property
     def generates(self) -> bool:
         """Whether an LM writes the answer (ChainOfThought) rather than the extractive fast mode."""
-        return self.answer_mode == "generated" and self.lm is not None
+        return self.answer_mode == AnswerMode.GENERATED and self.lm is not None
 
     def forward(self, question: str, history=(), selected_text: str = "", module: str | None = None,
                 k: int | None = None) -> dspy.Prediction:
@@ -87,22 +79,15 @@ class BookRAG(dspy.Module):
                 "calibrated": self.gate.calibrated}
         timing = {"retrieval_time_ms": (retrieved - started) * 1000}
         if not answerable:
-            return _refusal(REFUSAL_MESSAGE, "gate", query, passages, gate, timing)
+            return _refusal(REFUSAL_MESSAGE, RefusalReason.GATE, query, passages, gate, timing)
         answer, citations, verdict, mode = self.write_answer(question, query, passages, history)
         timing["generation_time_ms"] = (time.perf_counter() - retrieved) * 1000
-        if not verdict:
-            return _refusal(REFUSAL_MESSAGE, "model", query, passages, gate, timing)
-        if not citations:
-            return _refusal(REFUSAL_MESSAGE, "no_citation", query, passages, gate, timing)
-        if mode == "generated":
-            citations = grounded_citations(answer, [p.cited_text for p in passages], citations)
-            if citations is None:  # a number, version or name no retrieved passage holds: memory, or a guess
-                return _refusal(REFUSAL_MESSAGE, "unsupported_claim", query, passages, gate, timing)
-            if (asked := asked_value(question)) and asked.kind in VALUE_ANSWERS and not asked.held_by(answer):
-                # Asked for a price, a number or a date and wrote none: the passages did not hold it
-                return _refusal(REFUSAL_MESSAGE, "no_asked_value", query, passages, gate, timing)
+        checked = check_answer(question, answer, citations, passages, answerable=verdict,
+                               generated=mode == ResponseMode.GENERATED)
+        if not checked.passed:
+            return _refusal(REFUSAL_MESSAGE, checked.refusal, query, passages, gate, timing)
         confidence = "high" if probability >= self.gate.high_confidence else "low"
-        return dspy.Prediction(answer=answer, citations=citations, passages=passages, is_refusal=False,
+        return dspy.Prediction(answer=answer, citations=checked.citations, passages=passages, is_refusal=False,
                                refusal_reason=None, confidence=confidence, mode=mode, query=query, gate=gate,
                                **timing)
 
@@ -116,12 +101,13 @@ class BookRAG(dspy.Module):
                 with self._lm(parse_errors=False):
                     pred = self.generate(context=self.context(query, passages), question=question,
                                          history=format_history(history))
-                return pred.answer, valid_citations(pred.citations, len(passages)), bool(pred.answerable), "generated"
+                return (pred.answer, valid_citations(pred.citations, len(passages)), bool(pred.answerable),
+                        ResponseMode.GENERATED)
             except AdapterParseError:
                 log.warning("the LM's reply could not be parsed; answering extractively")
-                mode = "extractive-fallback"
+                mode = ResponseMode.EXTRACTIVE_FALLBACK
         else:
-            mode = "extractive"
+            mode = ResponseMode.EXTRACTIVE
         extract = self.extract(query, passages)
         return extract.answer, extract.citations, bool(extract.answer), mode
 
@@ -180,13 +166,13 @@ class BookRAG(dspy.Module):
             with self._lm():
                 pred = self.generate(context=format_context([selection]), question=question,
                                      history=format_history(history))
-            answer, verdict, mode = pred.answer, bool(pred.answerable), "generated"
+            answer, verdict, mode = pred.answer, bool(pred.answerable), ResponseMode.GENERATED
         else:
             extract = self.extract(question, [selection])
-            answer, verdict, mode = extract.answer, extract.coverage >= MIN_SELECTION_COVERAGE, "extractive"
+            answer, verdict, mode = extract.answer, extract.coverage >= MIN_SELECTION_COVERAGE, ResponseMode.EXTRACTIVE
         timing = {"retrieval_time_ms": 0.0, "generation_time_ms": (time.perf_counter() - started) * 1000}
         if not verdict or not answer:
-            return _refusal(SELECTION_REFUSAL_MESSAGE, "not_in_selection", question, [], {}, timing)
+            return _refusal(SELECTION_REFUSAL_MESSAGE, RefusalReason.NOT_IN_SELECTION, question, [], {}, timing)
         return dspy.Prediction(answer=answer, citations=[], passages=[], is_refusal=False, refusal_reason=None,
                                confidence="low", mode=mode, query=question, gate={}, **timing)
 
@@ -258,7 +244,7 @@ def valid_citations(citations, n_passages: int) -> list[int]:
 def _refusal(message, reason, query, passages, gate, timing) -> dspy.Prediction:
     timing = {"retrieval_time_ms": 0.0, "generation_time_ms": 0.0, **timing}
     return dspy.Prediction(answer=message, citations=[], passages=passages, is_refusal=True, refusal_reason=reason,
-                           confidence="none", mode="refused", query=query, gate=gate, **timing)
+                           confidence="none", mode=ResponseMode.REFUSED, query=query, gate=gate, **timing)
 
 
 def _citations(pred) -> list[Citation]:

@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Literal
+
+from programs.refusal.reasons import RefusalReason
+
+
+class ResponseMode(StrEnum):
+    """Who wrote the answer."""
+
+    GENERATED = "generated"  # the LM
+    EXTRACTIVE = "extractive"  # the book's own sentences, no LM
+    EXTRACTIVE_FALLBACK = "extractive-fallback"  # the book's sentences, because the LM's reply was unreadable
+    REFUSED = "refused"
 
 
 @dataclass(frozen=True)
@@ -24,11 +36,8 @@ class Response:
     citations: list[Citation] = field(default_factory=list)
     confidence: Literal["high", "low", "none"] = "none"
     is_refusal: bool = False
-    # "gate" (retrieval evidence), "model" (the LM said unanswerable), "no_citation", "unsupported_claim" (a number,
-    # version or name in the answer that no retrieved passage holds), "no_asked_value" (asked for a price, number,
-    # date or version, and the answer holds none)
-    refusal_reason: str | None = None
-    mode: Literal["generated", "extractive", "extractive-fallback", "refused"] = "refused"
+    refusal_reason: RefusalReason | None = None
+    mode: ResponseMode = ResponseMode.REFUSED
     retrieval_time_ms: float = 0.0
     generation_time_ms: float = 0.0
     total_time_ms: float = 0.0
