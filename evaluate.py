@@ -161,14 +161,13 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
 def build_program(spec: str, index, settings):
     """A BookRAG on `index`'s retriever: `zero-shot`, `baseline`, or a compiled artifact folder."""
     from programs.compile.artifact import load_program
-    from programs.lm.language_model import make_lm
     from programs.rag.baseline import baseline_program
     from programs.rag.book_rag import BookRAG
 
     if spec == BASELINE:
-        return baseline_program(index.retriever, lm=make_lm(settings), answer_mode=settings.answer_mode)
+        return baseline_program(settings, index)
     if spec == ZERO_SHOT:
-        return BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k, answer_mode=settings.answer_mode)
+        return BookRAG.from_settings(settings, index)
     return load_program(Path(spec), settings, index=index)
 
 

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     with BookIndex(settings) as index:
         report = index.ingest(progress=progress)  # incremental: a no-op when the book is unchanged
         say(f"Index {index.collection}: {report.summary()}")
-        program = BookRAG(index.retriever, lm=lm, k=settings.top_k, answer_mode=settings.answer_mode)
+        program = BookRAG.from_settings(settings, index, lm=lm)
         teacher = make_lm(settings.replace(lm=args.teacher_lm)) if args.teacher_lm else None
         say(f"Compiling with {args.optimizer} on {len(train)} train questions "
             f"({'generated' if program.generates else 'extractive'} answers, LM {settings.lm}); dev: {len(dev)}")

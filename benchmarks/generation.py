@@ -95,7 +95,7 @@ def main() -> None:
 def build(kind: str, index, settings: Settings, lm, book_dir: Path):
     if kind == "compiled":
         return load_program(settings.artifacts_dir / book_name(book_dir), settings, index=index, lm=lm)
-    return BookRAG(index.retriever, lm=lm, k=settings.top_k, answer_mode=settings.answer_mode)
+    return BookRAG.from_settings(settings, index, lm=lm)
 
 
 if __name__ == "__main__":

@@ -86,7 +86,6 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     and programs loaded in one process share the embedded store);
     `lm`: a ready `dspy.LM` instead of the one `settings.lm` names (the LM check is then the caller's).
     """
-    from programs.lm.language_model import make_lm
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
@@ -107,11 +106,10 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     if manifest["index_fingerprint"] != index.fingerprint():
         log.warning("%s: the book changed since this program was compiled; recompile with `python optimize.py` "
                     "for a calibrated refusal gate", artifact_dir)
-    lm = lm if lm is not None else make_lm(settings)
-    if manifest.get("local_model") and lm.model != f"local/{manifest['local_model']}":
+    program = BookRAG.from_settings(settings, index, lm=lm)
+    if manifest.get("local_model") and program.lm.model != f"local/{manifest['local_model']}":
         log.warning("%s was compiled with the local model %s, not %s: its demos may suit the new model less; "
-                    "recompile with `python optimize.py`", artifact_dir, manifest["local_model"], lm.model)
-    program = BookRAG(index.retriever, lm=lm, k=settings.top_k, answer_mode=settings.answer_mode)
+                    "recompile with `python optimize.py`", artifact_dir, manifest["local_model"], program.lm.model)
     try:
         program.load(str(artifact_dir / PROGRAM_FILE))  # JSON state; DSPy refuses pickles unless allowed
     except FileNotFoundError:
@@ -120,7 +118,6 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
         raise ArtifactError(f"{artifact_dir / PROGRAM_FILE} is corrupt, hand-edited or from another bookrag "
                             f"version ({exc}); recompile with `python optimize.py`") from None
     program.manifest = manifest
-    program.index = index
     return program
 
 
@@ -157,7 +154,6 @@ def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: 
     """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if compiled (unless `zero_shot`); else the
     zero-shot program. Indexes the book first if its collection is missing or its last ingest did not finish
     (after checking the artifact fits, so a mismatch embeds nothing), and says so."""
-    from programs.lm.language_model import make_lm
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
@@ -175,6 +171,4 @@ def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: 
         announce(f"Indexed: {report.summary()}")
     if artifact is not None:
         return load_program(artifact, settings, index=index)
-    program = BookRAG(index.retriever, lm=make_lm(settings), k=settings.top_k, answer_mode=settings.answer_mode)
-    program.manifest, program.index = None, index
-    return program
+    return BookRAG.from_settings(settings, index)

@@ -3,6 +3,7 @@ threshold, and the uncompiled prompt (no demos, the signatures' own instructions
 
 from __future__ import annotations
 
+from bookrag.config import Settings
 from programs.rag.book_rag import BookRAG
 from programs.refusal.refusal_gate import RefusalGate
 
@@ -10,7 +11,8 @@ BASELINE_K = 5
 BASELINE_COSINE_CUT = 0.70
 
 
-def baseline_program(retriever, lm=None, answer_mode: str = "generated") -> BookRAG:
-    program = BookRAG(retriever, lm=lm, k=BASELINE_K, search_mode="dense", answer_mode=answer_mode)
+def baseline_program(settings: Settings, index) -> BookRAG:
+    program = BookRAG.from_settings(settings.replace(top_k=BASELINE_K), index)
+    program.search_mode = "dense"
     program.gate = RefusalGate.cosine_cut(BASELINE_COSINE_CUT)
     return program

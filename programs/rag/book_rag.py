@@ -15,9 +15,9 @@ import dspy
 from dspy.lm15 import Config, Message, Request
 from dspy.utils.exceptions import AdapterParseError
 
-from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, AnswerMode, ExpandMode
+from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, AnswerMode, ExpandMode, Settings
 from programs.lm.chat_adapter import BookChatAdapter
-from programs.lm.language_model import lm_errors, lm_mode
+from programs.lm.language_model import lm_errors, lm_mode, make_lm
 from programs.rag.answer_with_citations import REASONING, AnswerWithCitations
 from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_context
 from programs.rag.extractive_answer import ExtractiveAnswer
@@ -52,6 +52,15 @@ class BookRAG(dspy.Module):
         embedder = getattr(retriever, "embedder", None)
         self.compact = CompactContext(embedder, context_words) if context_words else None
         self.set_expansion(expand)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, index, lm: dspy.LM | None = None) -> BookRAG:
+        """The program as configured, on `index` (a `BookIndex`): every entry point builds it here. `lm`: a ready
+        LM instead of the one `settings.lm` names."""
+        program = cls(index.retriever, lm=lm if lm is not None else make_lm(settings), k=settings.top_k,
+                      answer_mode=settings.answer_mode)
+        program.index, program.manifest = index, None  # a compiled program's manifest is set by load_program
+        return program
 
     def set_expansion(self, expand: str) -> None:
         """Query expansion: `none`, `parts` (search for each part of a multi-part question too) or `hyde` (search
