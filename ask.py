@@ -91,7 +91,6 @@ def main(argv: list[str] | None = None) -> int:
     book = BUNDLED_BOOK if args.validate else args.book
     settings = load_settings(book_dir=book, lm=args.lm, top_k=args.top_k, expand=args.expand, answer_mode=args.answer_mode)
     program = open_program(settings, book_dir=settings.book_dir, artifact=args.program, announce=notice)
-    program.set_expansion(settings.expand)  # open_program builds the program without it
     if args.validate:
         return validate(program, args)
     if args.question and not args.chat:

@@ -138,6 +138,7 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
         run_settings = {
             "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
             "questions": str(args.questions), "split": split, "programs": list(programs), "lm": settings.lm,
+            "expand": query_expansion(programs),
             "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
             "min_accuracy": args.min_accuracy, "date": datetime.now(UTC).isoformat(timespec="seconds"),
         }
@@ -169,6 +170,12 @@ def build_program(spec: str, index, settings):
     if spec == ZERO_SHOT:
         return BookRAG.from_settings(settings, index)
     return load_program(Path(spec), settings, index=index)
+
+
+def query_expansion(programs: dict) -> str | dict[str, str]:
+    """The query expansion the programs ran with: one mode, or each program's when they differ."""
+    modes = {name: str(program.expand) for name, program in programs.items()}
+    return next(iter(modes.values())) if len(set(modes.values())) == 1 else modes
 
 
 def summary(name: str, report: dict) -> dict:

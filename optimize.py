@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             "book": _relative(index.book_dir),
             "index_fingerprint": index.fingerprint(),
             "search_mode": program.search_mode,
+            "expand": program.expand,
             "top_k": program.k,
             "refusal_gate": {k: v for k, v in result.gate.items() if k != "state"},
             "dataset": {"path": _relative(questions_path), "sha256": _sha256(questions_path),

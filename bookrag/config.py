@@ -137,7 +137,9 @@ class Settings:
     # llama.cpp threads for the local model: 2 is fastest on an idle 2-core machine, but its threads spin-wait
     # on each other, so next to another busy process 1 thread decodes several times faster (llama_cpp_engine.py).
     lm_threads: int = 2
-    expand: str = "none"  # query expansion: none | parts | hyde (programs/rag/query_expansion.py, programs/rag/hyde.py)
+    # Query expansion (none | parts | hyde). None: not configured, so a compiled program keeps the mode it was
+    # compiled with, and any other program searches without expansion.
+    expand: str | None = None
     dspy_cache_dir: Path | None = None  # default: <data_dir>/dspy-cache
     artifacts_dir: Path = PROJECT_ROOT / "artifacts"
 
@@ -244,7 +246,7 @@ class Settings:
         _check_writable_folder("BOOKRAG_DATA_DIR", self.data_dir)
         if self.answer_mode not in tuple(AnswerMode):
             raise ConfigError(f"BOOKRAG_ANSWER_MODE must be {' or '.join(AnswerMode)}, got {self.answer_mode!r}")
-        if self.expand not in tuple(ExpandMode):
+        if self.expand is not None and self.expand not in tuple(ExpandMode):
             raise ConfigError(f"BOOKRAG_EXPAND must be {', '.join(ExpandMode)}, got {self.expand!r}")
         return self
 

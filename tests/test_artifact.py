@@ -184,3 +184,32 @@ def test_load_program_twice_in_one_process_shares_the_open_index(settings, small
     (hit,) = second.index.retriever.search("zephyrine reliability", k=1, mode="sparse")  # no embedding needed
     assert hit.source == "01-ros2/01-nodes.md"
     second.index.close()
+
+
+# -- query expansion: what the program was compiled with ------------------------------------------------------
+
+
+@pytest.fixture
+def parts_artifact(small_index, tmp_path):
+    program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive", expand="parts")
+    return write_artifact(program, tmp_path / "artifacts" / "parts", manifest_for(small_index, expand="parts"))
+
+
+def test_a_program_compiled_with_expansion_loads_with_it_when_none_is_configured(small_index, parts_artifact):
+    assert load_program(parts_artifact, small_index.settings, index=small_index).expand == "parts"
+
+
+def test_the_configured_expansion_reaches_a_loaded_program_that_was_compiled_with_it(small_index, parts_artifact):
+    settings = small_index.settings.replace(expand="parts")
+    assert load_program(parts_artifact, settings, index=small_index).expand == "parts"
+
+
+def test_a_configured_expansion_other_than_the_compiled_one_is_refused_with_the_fix(small_index, parts_artifact):
+    with pytest.raises(ArtifactError, match="compiled with query expansion 'parts' but BOOKRAG_EXPAND=none"):
+        load_program(parts_artifact, small_index.settings.replace(expand="none"), index=small_index)
+
+
+def test_the_configured_expansion_reaches_a_zero_shot_program(small_index):
+    settings = small_index.settings.replace(expand="parts", answer_mode="extractive")
+    assert BookRAG.from_settings(settings, small_index, lm=DummyLM([])).expand == "parts"
+    assert BookRAG.from_settings(small_index.settings, small_index, lm=DummyLM([])).expand == "none"

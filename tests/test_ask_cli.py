@@ -276,42 +276,34 @@ def test_validation_set_is_half_answerable_half_must_refuse():
 
 # -- --expand -----------------------------------------------------------------------------------------------------
 
-class ExpandableStub(StubProgram):
-    def __init__(self):
-        super().__init__(lambda q: answer("1.4 m", query=q))
-        self.expansions = []
-
-    def set_expansion(self, expand):
-        self.expansions.append(expand)
-
-
 @pytest.fixture
 def opened(monkeypatch, tmp_path):
-    """ask.main in process, with open_program stubbed: records the settings it got and the expansion set."""
+    """ask.main in process, with open_program stubbed: records the settings it got."""
     monkeypatch.chdir(tmp_path)  # no project .env
     for name in [k for k in os.environ if k.startswith("BOOKRAG_")]:
         monkeypatch.delenv(name)
     calls = {}
 
     def open_program(settings, **kwargs):
-        calls["settings"], calls["program"] = settings, ExpandableStub()
-        return calls["program"]
+        calls["settings"] = settings
+        return StubProgram(lambda q: answer("1.4 m", query=q))
 
     monkeypatch.setattr("programs.compile.artifact.open_program", open_program)
     return calls
 
 
 @pytest.mark.parametrize("argv, env, expected", [
-    ([], {}, "none"),
+    ([], {}, None),  # not configured: a compiled program keeps its own, zero-shot searches without
     (["--expand", "parts"], {}, "parts"),
     ([], {"BOOKRAG_EXPAND": "hyde"}, "hyde"),
     (["--expand", "none"], {"BOOKRAG_EXPAND": "parts"}, "none"),  # the flag wins over the environment
 ])
-def test_expand_flag_and_variable_reach_the_program(opened, monkeypatch, capsys, argv, env, expected):
+def test_expand_flag_and_variable_reach_the_settings_the_program_is_built_from(opened, monkeypatch, capsys, argv,
+                                                                                env, expected):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert ask.main([IN_SCOPE, "--json", *argv]) == 0
-    assert opened["settings"].expand == expected and opened["program"].expansions == [expected]
+    assert opened["settings"].expand == expected
     assert one_json_object(capsys.readouterr().out)["answer"] == "1.4 m"
 
 

@@ -22,7 +22,7 @@ OPENAI_KEY, GEMINI_KEY = "sk-dotenv-openai-4f9a1c2e7b", "gm-dotenv-gemini-83d0b6
 def test_defaults():
     settings = Settings.from_env({})
     assert (settings.lm_timeout, settings.lm_retries, settings.lm_api_base) == (60.0, 3, None)
-    assert settings.lm_threads == 2 and settings.expand == "none"
+    assert settings.lm_threads == 2 and settings.expand is None
 
 
 def test_lm_variables_are_read():

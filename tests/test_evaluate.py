@@ -104,6 +104,16 @@ def test_compare_reports_both_programs_and_writes_the_files(workspace, capsys):
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left behind
 
 
+@pytest.mark.parametrize("configured, recorded", [(None, "none"), ("parts", "parts")])
+def test_the_configured_query_expansion_reaches_the_program_and_the_report(workspace, monkeypatch, capsys,
+                                                                           configured, recorded):
+    if configured:
+        monkeypatch.setenv("BOOKRAG_EXPAND", configured)
+    assert run_evaluate(workspace, "--zero-shot", "--json") == 0
+    only_json(capsys)
+    assert json.loads((workspace["out"] / "report.json").read_text())["settings"]["expand"] == recorded
+
+
 def test_terminal_output_is_a_table_per_program(workspace, capsys):
     assert run_evaluate(workspace, "--compare", "baseline", "zero-shot") == 0
     out = capsys.readouterr().out

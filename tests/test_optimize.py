@@ -149,14 +149,14 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path):
     book = write_book(tmp_path / "small-book", SMALL_BOOK)
     questions = write_questions(tmp_path / "questions.csv")
     env = clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_ARTIFACTS_DIR=str(tmp_path / "artifacts"))
-    done = run_script("optimize.py", "--book", book, "--questions", questions, "--json", cwd=tmp_path, env=env,
-                      timeout=180)
+    done = run_script("optimize.py", "--book", book, "--questions", questions, "--json", cwd=tmp_path,
+                      env={**env, "BOOKRAG_EXPAND": "parts"}, timeout=180)
     assert done.returncode == 0, done.stderr
     manifest = json.loads(done.stdout)  # --json: one object, nothing else
     out = tmp_path / "artifacts" / "small-book"
     assert read_manifest(out) == manifest
     assert manifest["optimizer"]["name"] == "bootstrap" and manifest["lm"] == "local"
-    assert manifest["answer_mode"] == "extractive"
+    assert manifest["answer_mode"] == "extractive" and manifest["expand"] == "parts"
     assert manifest["dataset"]["train"] == 6 and manifest["dataset"]["dev"] == 4
     assert set(manifest["scores"]["dev"]) == {"before", "after"}
     assert "COHERE" not in done.stdout + done.stderr

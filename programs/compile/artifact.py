@@ -106,7 +106,7 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     if manifest["index_fingerprint"] != index.fingerprint():
         log.warning("%s: the book changed since this program was compiled; recompile with `python optimize.py` "
                     "for a calibrated refusal gate", artifact_dir)
-    program = BookRAG.from_settings(settings, index, lm=lm)
+    program = BookRAG.from_settings(settings, index, lm=lm, expand=compiled_expansion(manifest))
     if manifest.get("local_model") and program.lm.model != f"local/{manifest['local_model']}":
         log.warning("%s was compiled with the local model %s, not %s: its demos may suit the new model less; "
                     "recompile with `python optimize.py`", artifact_dir, manifest["local_model"], program.lm.model)
@@ -135,9 +135,20 @@ def check_artifact(manifest: dict, artifact_dir: Path, settings: Settings, index
             f"{artifact_dir} was compiled with the {manifest['embedder']} embedder but {index.embedder.name} is "
             "configured: set BOOKRAG_EMBEDDER to match, or recompile with `python optimize.py`"
         )
+    if settings.expand and settings.expand != compiled_expansion(manifest):
+        raise ArtifactError(
+            f"{artifact_dir} was compiled with query expansion {compiled_expansion(manifest)!r} but BOOKRAG_EXPAND="
+            f"{settings.expand} is configured: unset BOOKRAG_EXPAND (or --expand) to use the compiled one, or "
+            f"recompile with `BOOKRAG_EXPAND={settings.expand} python optimize.py`"
+        )
     if manifest["collection"] != index.collection:
         raise ArtifactError(f"{artifact_dir} was compiled for collection {manifest['collection']}, not "
                             f"{index.collection}: recompile with `python optimize.py --book {index.book_dir}`")
+
+
+def compiled_expansion(manifest: dict) -> str:
+    """The query expansion a program was compiled with (manifests before it was recorded: none)."""
+    return manifest.get("expand") or "none"
 
 
 def default_artifact(settings: Settings, book_dir: Path) -> Path | None:

@@ -54,11 +54,13 @@ class BookRAG(dspy.Module):
         self.set_expansion(expand)
 
     @classmethod
-    def from_settings(cls, settings: Settings, index, lm: dspy.LM | None = None) -> BookRAG:
+    def from_settings(cls, settings: Settings, index, lm: dspy.LM | None = None,
+                      expand: str | None = None) -> BookRAG:
         """The program as configured, on `index` (a `BookIndex`): every entry point builds it here. `lm`: a ready
-        LM instead of the one `settings.lm` names."""
+        LM instead of the one `settings.lm` names; `expand`: the query expansion when `settings` leave it unset
+        (a compiled program's own), else none."""
         program = cls(index.retriever, lm=lm if lm is not None else make_lm(settings), k=settings.top_k,
-                      answer_mode=settings.answer_mode)
+                      answer_mode=settings.answer_mode, expand=settings.expand or expand or ExpandMode.NONE)
         program.index, program.manifest = index, None  # a compiled program's manifest is set by load_program
         return program
 

@@ -21,7 +21,7 @@ def gate_examples(program, questions: list[Question], progress: bool | None = No
     with progress_bar("Gate features", len(rows), progress) as bar:
         for q in rows:
             query = program.standalone_query(q.question, q.history)
-            passages = program.retriever.search(query, k=program.k, mode=program.search_mode)
+            passages = program.retrieve(query, k=program.k)
             features.append(gate_features(query, passages))
             labels.append(q.answerable)
             bar.advance()
