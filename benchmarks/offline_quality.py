@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookrag.config import PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
-from programs.evaluate.reports import aggregate, program_report
+from programs.evaluate.reports import aggregate, question_row
 from programs.rag.book_rag import BookRAG
 from programs.refusal.calibration import calibrate_gate, gate_examples
 from programs.refusal.refusal_gate import RefusalGate
@@ -52,11 +52,11 @@ def main() -> None:
         print(f"{'gate':22} {'split':8} {' '.join(COLUMNS)} answer_words")
         for name, gate in variants.items():
             program.gate = gate
-            rows = program_report(program, held_out, progress=False)["rows"]
+            rows = [question_row(program, q) for q in held_out]
             for split, members in SPLITS.items():
-                chosen = [r for r in rows if split_of[r["id"]] in members]
+                chosen = [r for r in rows if split_of[r.id] in members]
                 r = aggregate(chosen)
-                words = [len(row["answer"].split()) for row in chosen if row["answerable"] and not row["refused"]]
+                words = [len(row.answer.split()) for row in chosen if row.answerable and not row.refused]
                 print(f"{name:22} {split:8} " + " ".join(f"{r[c]:{len(c)}.3f}" for c in COLUMNS)
                       + f" {sum(words) / max(1, len(words)):12.1f}")
         print("calibrated gate weights:", {k: round(v, 2) for k, v in program.gate.weights.items()},

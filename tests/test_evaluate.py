@@ -261,3 +261,32 @@ def test_program_report_aggregates_the_per_question_metrics():
     assert report["per_category"]["near-miss"]["accuracy"] == 0.5
     assert [r["passed"] for r in report["rows"]] == [True, False, False, True, False]
     assert report["rows"][0]["top_dense"] == 0.6 and report["tokens_per_question"] == 0
+
+
+class FailingProgram(FixedProgram):
+    """A FixedProgram whose LM fails on the questions named in `failing`."""
+
+    def __init__(self, predictions, failing):
+        super().__init__(predictions)
+        self.failing = failing
+
+    def __call__(self, question, history=(), selected_text=""):
+        if question in self.failing:
+            from bookrag.errors import AgentError
+
+            raise AgentError("Language model openai/x timed out")
+        return super().__call__(question)
+
+
+def test_a_question_the_program_fails_on_is_a_failed_row_and_the_run_goes_on():
+    questions = [Question("ok", "ok", True, ("a.md",), ("24 kg",), "It has 24 kg."),
+                 Question("lost", "lost", True, ("a.md",), ("24 kg",), "It has 24 kg."),
+                 Question("refuse", "refuse", False)]
+    program = FailingProgram({"ok": fixed("It has 24 kg.", citations=[1])}, failing={"lost", "refuse"})
+    report = program_report(program, questions, progress=False)
+    assert report["errors"] == 2 and report["n"] == 3
+    lost, refuse = report["rows"][1], report["rows"][2]
+    assert lost["error"] == "Language model openai/x timed out" and lost["mode"] == "error"
+    assert (lost["passed"], lost["combined"], lost["key_fact_recall"], lost["token_f1"]) == (False, 0.0, 0.0, 0.0)
+    assert (refuse["passed"], refuse["refused"], refuse["key_fact_recall"]) == (False, False, None)
+    assert report["answer_accuracy"] == pytest.approx(1 / 2) and report["refusal_recall"] == 0.0

@@ -11,6 +11,7 @@ from bookrag.errors import BookragError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate import metrics
+from programs.evaluate.question_row import QuestionRow
 from programs.rag.book_rag import token_usage
 from programs.rag.response import ResponseMode
 from programs.refusal.reasons import REFUSED_AFTER_LM
@@ -71,12 +72,12 @@ def program_report(program, questions: list[Question], progress: bool | None = N
             rows.append(question_row(program, q, judge))
             bar.advance()
     return {**aggregate(rows), "k": program.k, "search_mode": program.search_mode,
-            "gate": program.gate.dump_state(), "rows": rows}
+            "gate": program.gate.dump_state(), "rows": [row.to_dict() for row in rows]}
 
 
-def question_row(program, question: Question, judge=None) -> dict:
+def question_row(program, question: Question, judge=None) -> QuestionRow:
     """One question through `program.forward`, with its prediction and every per-question metric. A question
-    the program fails on (the LM timed out, an error reply) is an error row: counted, shown, and scored as failed,
+    the program fails on (the LM timed out, an error reply) is a failed row: counted, shown, and scored as failed,
     so one bad call does not lose the whole evaluation."""
     example = question.to_example()
     started = time.perf_counter()
@@ -84,122 +85,99 @@ def question_row(program, question: Question, judge=None) -> dict:
         with dspy.context(track_usage=True):
             pred = program(**example.inputs())
     except BookragError as exc:
-        return error_row(question, str(exc), (time.perf_counter() - started) * 1000)
+        return QuestionRow.failed(question, str(exc), (time.perf_counter() - started) * 1000)
     latency_ms = (time.perf_counter() - started) * 1000
     answerable, refused = question.answerable, bool(pred.is_refusal)
-    usage = token_usage(pred)
     dense = [p.dense_score for p in pred.passages if p.dense_score is not None]
-    row = {
-        "id": question.id, "category": question.category or "uncategorized", "question": question.question,
-        "answerable": answerable, "refused": refused, "refusal_reason": pred.refusal_reason, "mode": pred.mode,
-        "answer": pred.answer, "cited_sources": metrics.cited_sources(pred), "gold_sources": list(question.gold_sources),
-        "gate_probability": pred.gate.get("probability"), "gate_threshold": pred.gate.get("threshold"),
-        "top_dense": round(max(dense), 4) if dense else None,
-        "key_fact_recall": metrics.key_fact_recall(question.key_facts, pred.answer) if answerable else None,
-        "answer_correct": metrics.answer_correct(example, pred),
-        "refusal_correct": metrics.refusal_correct(example, pred),
-        "citation_validity": metrics.citation_validity(pred),
-        "citation_precision": metrics.citation_precision(example, pred),
-        "citation_recall": metrics.citation_recall(example, pred),
+    row = QuestionRow(
+        id=question.id, category=question.category or "uncategorized", question=question.question,
+        answerable=answerable, gold_sources=list(question.gold_sources), latency_ms=round(latency_ms, 2),
+        refused=refused, refusal_reason=pred.refusal_reason, mode=pred.mode, answer=pred.answer,
+        cited_sources=metrics.cited_sources(pred), gate_probability=pred.gate.get("probability"),
+        gate_threshold=pred.gate.get("threshold"), top_dense=round(max(dense), 4) if dense else None,
+        key_fact_recall=metrics.key_fact_recall(question.key_facts, pred.answer) if answerable else None,
+        answer_correct=metrics.answer_correct(example, pred),
+        refusal_correct=metrics.refusal_correct(example, pred),
+        citation_validity=metrics.citation_validity(pred),
+        citation_precision=metrics.citation_precision(example, pred),
+        citation_recall=metrics.citation_recall(example, pred),
         # Gold citation is asked of answered questions only; a refusal is scored by the refusal metrics.
-        "gold_cited": (metrics.gold_source_cited(example, pred)
-                       if answerable and not refused and metrics.gold_citation_applies(example) else None),
-        "gold_retrieved": (metrics.recall_at_k(pred.passages, question.gold_sources, program.k) == 1.0
-                           if retrieval_questions([question]) else None),
-        "token_f1": (metrics.token_f1(question.reference_answer, "" if refused else pred.answer)
-                     if answerable and question.reference_answer else None),
-        "answer_words": metrics.answer_words(pred.answer) if answerable and not refused else None,
-        "parse_failed": pred.mode == ResponseMode.EXTRACTIVE_FALLBACK,
-        "lm_answered": pred.mode in (ResponseMode.GENERATED, ResponseMode.EXTRACTIVE_FALLBACK)
-                       or (program.generates and pred.refusal_reason in REFUSED_AFTER_LM),
-        "combined": metrics.combined_score(example, pred),
-        "passed": metrics.passed(example, pred),
-        "latency_ms": round(latency_ms, 2),
-        **usage,
-        "tokens": usage["prompt_tokens"] + usage["completion_tokens"],
-        "error": None,
-    }
+        gold_cited=(metrics.gold_source_cited(example, pred)
+                    if answerable and not refused and metrics.gold_citation_applies(example) else None),
+        gold_retrieved=(metrics.recall_at_k(pred.passages, question.gold_sources, program.k) == 1.0
+                        if retrieval_questions([question]) else None),
+        token_f1=(metrics.token_f1(question.reference_answer, "" if refused else pred.answer)
+                  if answerable and question.reference_answer else None),
+        answer_words=metrics.answer_words(pred.answer) if answerable and not refused else None,
+        parse_failed=pred.mode == ResponseMode.EXTRACTIVE_FALLBACK,
+        lm_answered=(pred.mode in (ResponseMode.GENERATED, ResponseMode.EXTRACTIVE_FALLBACK)
+                     or (program.generates and pred.refusal_reason in REFUSED_AFTER_LM)),
+        combined=metrics.combined_score(example, pred),
+        passed=metrics.passed(example, pred),
+        **token_usage(pred),
+    )
     if judge is not None and answerable:
-        row["semantic_f1"] = 0.0 if refused else metrics.semantic_f1(example, pred, judge)
+        row.semantic_f1 = 0.0 if refused else metrics.semantic_f1(example, pred, judge)
     return row
 
 
-def error_row(question: Question, error: str, latency_ms: float) -> dict:
-    """The row of a question the program failed on: no answer, every check failed, the error kept."""
-    return {
-        "id": question.id, "category": question.category or "uncategorized", "question": question.question,
-        "answerable": question.answerable, "refused": False, "refusal_reason": None, "mode": "error", "answer": "",
-        "cited_sources": [], "gold_sources": list(question.gold_sources), "gate_probability": None,
-        "gate_threshold": None, "top_dense": None, "key_fact_recall": 0.0 if question.answerable else None,
-        "answer_correct": False, "refusal_correct": False, "citation_validity": 1.0, "citation_precision": 0.0,
-        "citation_recall": 0.0, "gold_cited": None, "gold_retrieved": None,
-        "token_f1": 0.0 if question.answerable and question.reference_answer else None, "answer_words": None,
-        "parse_failed": False, "lm_answered": False, "combined": 0.0, "passed": False,
-        "latency_ms": round(latency_ms, 2), "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0,
-        "tokens": 0, "error": error,
-    }
-
-
-def aggregate(rows: list[dict]) -> dict:
+def aggregate(rows: list[QuestionRow]) -> dict:
     """The report's figures over per-question rows (see README for each definition)."""
-    answerable = [r for r in rows if r["answerable"]]
-    must_refuse = [r for r in rows if not r["answerable"]]
-    answered = [r for r in answerable if not r["refused"] and r["error"] is None]
-    with_gold = [r for r in answered if r["gold_cited"] is not None]
-    by_category: dict[str, list[dict]] = defaultdict(list)
+    answerable = [r for r in rows if r.answerable]
+    must_refuse = [r for r in rows if not r.answerable]
+    answered = [r for r in answerable if r.answered]
+    with_gold = [r for r in answered if r.gold_cited is not None]
+    by_category: dict[str, list[QuestionRow]] = defaultdict(list)
     for r in rows:
-        by_category[r["category"]].append(r)
-    latencies = [r["latency_ms"] for r in rows]
-    answered_latencies = [r["latency_ms"] for r in rows if r["lm_answered"]]
-    lm_answered = [r for r in rows if r["lm_answered"]]
+        by_category[r.category].append(r)
+    lm_answered = [r for r in rows if r.lm_answered]
     report = {
         "n": len(rows),
         "n_answerable": len(answerable),
         "n_must_refuse": len(must_refuse),
-        "errors": sum(r["error"] is not None for r in rows),
-        "combined": mean(r["combined"] for r in rows),
-        "answer_accuracy": share(answerable, "answer_correct"),
-        "key_facts_in_answers": mean(r["key_fact_recall"] == 1.0 for r in answered),
-        "refusal_recall": share(must_refuse, "refused"),
-        "false_refusal_rate": share(answerable, "refused"),
+        "errors": sum(r.error is not None for r in rows),
+        "combined": mean(r.combined for r in rows),
+        "answer_accuracy": share(r.answer_correct for r in answerable),
+        "key_facts_in_answers": share(r.key_fact_recall == 1.0 for r in answered),
+        "refusal_recall": share(r.refused for r in must_refuse),
+        "false_refusal_rate": share(r.refused for r in answerable),
         # Nothing answered means nothing was cited: no invalid citation.
-        "citation_validity": mean((r["citation_validity"] for r in rows if not r["refused"] and r["error"] is None),
-                                  empty=1.0),
-        "gold_citation_rate": share(with_gold, "gold_cited"),
-        "citation_precision": mean(r["citation_precision"] for r in with_gold),
-        "citation_recall": mean(r["citation_recall"] for r in with_gold),
-        "recall_at_k": share([r for r in rows if r["gold_retrieved"] is not None], "gold_retrieved"),
-        "latency_p50_ms": percentile(latencies, 50),
-        "latency_p95_ms": percentile(latencies, 95),
-        "tokens_per_question": mean(r["tokens"] for r in rows),
+        "citation_validity": mean((r.citation_validity for r in rows if r.answered), empty=1.0),
+        "gold_citation_rate": share(r.gold_cited for r in with_gold),
+        "citation_precision": mean(r.citation_precision for r in with_gold),
+        "citation_recall": mean(r.citation_recall for r in with_gold),
+        "recall_at_k": share(r.gold_retrieved for r in rows if r.gold_retrieved is not None),
+        "latency_p50_ms": percentile([r.latency_ms for r in rows], 50),
+        "latency_p95_ms": percentile([r.latency_ms for r in rows], 95),
+        "tokens_per_question": mean(r.tokens for r in rows),
         # Answer quality against the reference: a refused answerable question scores F1 0 (it gave no answer).
-        "token_f1": mean(r["token_f1"] for r in answerable if r["token_f1"] is not None),
-        "answer_words_p50": percentile([r["answer_words"] for r in answered], 50),
+        "token_f1": mean(r.token_f1 for r in answerable if r.token_f1 is not None),
+        "answer_words_p50": percentile([r.answer_words for r in answered], 50),
         # The LM's answer calls: how many replies could not be parsed, their latency, and their tokens.
         "lm_calls": len(lm_answered),
-        "parse_failure_rate": share(lm_answered, "parse_failed"),
-        "answer_latency_p50_ms": percentile(answered_latencies, 50),
-        "answer_latency_p95_ms": percentile(answered_latencies, 95),
-        "prompt_tokens_per_answer": mean(r["prompt_tokens"] for r in lm_answered),
-        "cached_tokens_per_answer": mean(r["cached_tokens"] for r in lm_answered),
-        "completion_tokens_per_answer": mean(r["completion_tokens"] for r in lm_answered),
+        "parse_failure_rate": share(r.parse_failed for r in lm_answered),
+        "answer_latency_p50_ms": percentile([r.latency_ms for r in lm_answered], 50),
+        "answer_latency_p95_ms": percentile([r.latency_ms for r in lm_answered], 95),
+        "prompt_tokens_per_answer": mean(r.prompt_tokens for r in lm_answered),
+        "cached_tokens_per_answer": mean(r.cached_tokens for r in lm_answered),
+        "completion_tokens_per_answer": mean(r.completion_tokens for r in lm_answered),
         "per_category": {
-            category: {"n": len(items), "answerable": sum(r["answerable"] for r in items),
-                       "accuracy": share(items, "passed"), "combined": mean(r["combined"] for r in items),
-                       "token_f1": mean(r["token_f1"] for r in items if r["token_f1"] is not None),
-                       "answer_words_p50": percentile([r["answer_words"] for r in items
-                                                       if r["answer_words"] is not None], 50)}
+            category: {"n": len(items), "answerable": sum(r.answerable for r in items),
+                       "accuracy": share(r.passed for r in items), "combined": mean(r.combined for r in items),
+                       "token_f1": mean(r.token_f1 for r in items if r.token_f1 is not None),
+                       "answer_words_p50": percentile([r.answer_words for r in items
+                                                       if r.answer_words is not None], 50)}
             for category, items in sorted(by_category.items())
         },
     }
-    if any("semantic_f1" in r for r in rows):
-        report["semantic_f1"] = mean(r["semantic_f1"] for r in answerable)
+    if any(r.semantic_f1 is not None for r in rows):
+        report["semantic_f1"] = mean(r.semantic_f1 or 0.0 for r in answerable)
     return report
 
 
-def share(rows: list[dict], key: str) -> float:
-    """Share of rows whose `key` is true (0.0 for no rows)."""
-    return mean(bool(r[key]) for r in rows)
+def share(flags) -> float:
+    """Share of true values (0.0 for none)."""
+    return mean(bool(flag) for flag in flags)
 
 
 def mean(values, empty: float = 0.0) -> float:
