@@ -1,0 +1,86 @@
+"""A fake OpenAI-compatible chat server on 127.0.0.1, speaking the real wire protocol (`/v1/chat/completions`),
+for the tests (and benchmarks) of code that talks to a hosted LM."""
+
+from __future__ import annotations
+
+import json
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeOpenAI(ThreadingHTTPServer):
+    """/v1/chat/completions that plays a script of (status, delay) replies, then succeeds."""
+
+    daemon_threads = True
+
+    def __init__(self, content: str):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.script: list[tuple[int, float]] = []
+        self.requests: list[dict] = []
+        self.content = content
+        self.released = threading.Event()  # cuts a slow reply short at teardown
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.server_port}/v1"
+
+    def handle_error(self, request, client_address):
+        pass  # the client hanging up on a slow reply is the point of the timeout test
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        server: FakeOpenAI = self.server
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        server.requests.append(body)
+        status, delay = server.script.pop(0) if server.script else (200, 0.0)
+        if delay:
+            server.released.wait(delay)
+        if status == 200:
+            reply = {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": server.content},
+                    }
+                ],
+                "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+            }
+        else:
+            # A careless provider echoing the credential back: the error must not repeat it.
+            reply = {
+                "error": {
+                    "message": f"failed for {self.headers.get('Authorization')}",
+                    "type": "server_error",
+                }
+            }
+        data = json.dumps(reply).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Retry-After", "0")  # keeps DSPy's retries instant
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def serving(fake: FakeOpenAI):
+    """Serve `fake` on a background thread for the duration of the block."""
+    thread = threading.Thread(target=fake.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        fake.released.set()
+        fake.shutdown()
+        fake.server_close()
+        thread.join(timeout=5)
