@@ -2,7 +2,7 @@
 
     python evaluate.py [--program artifacts/<name> | --zero-shot | --baseline | --compare A B]
                        [--questions FILE] [--book DIR] [--split test] [--min-accuracy 0.8] [--json] [--out DIR]
-                       [--lm MODEL] [--semantic-f1]
+                       [--lm MODEL] [--threads N] [--semantic-f1]
     python evaluate.py --retrieval-only [--book DIR] [--questions FILE] [--k 5] [--mode hybrid] [--mmr] [--json]
 
 Writes report.json, predictions.csv and PNG plots to --out (default reports/<book>-<split>/).
@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--answer-mode", choices=list(AnswerMode),
                         help="generated (the LM writes the answer) or extractive (the book's own sentences, fast; no "
                              "LM call) (default: BOOKRAG_ANSWER_MODE, generated)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="questions answered at once, for a hosted LM (default 1; the local model already uses "
+                             "every core, so it runs one at a time)")
     parser.add_argument("--semantic-f1", action="store_true",
                         help="also score answers with LM-judged semantic F1 (needs a hosted --lm)")
     parser.add_argument("--k", type=int, help="--retrieval-only: passages retrieved per question (default 5)")
@@ -67,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.k is not None and args.k < 1:
         parser.error("--k must be at least 1")
+    if args.threads < 1:
+        parser.error("--threads must be at least 1")
     if not args.retrieval_only and (args.k is not None or args.mode or args.mmr):
         parser.error("--k, --mode and --mmr apply to --retrieval-only; a program uses its own retrieval settings")
     if args.book is not None and not args.book.is_dir():
@@ -131,14 +136,15 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
         programs = {spec: build_program(spec, index, settings) for spec in specs}
         index.retriever.search(questions[0].question, k=1)  # load the embedding model before anything is timed
         judge = next(iter(programs.values())).lm if args.semantic_f1 else None
+        threads = answer_threads(args.threads, settings)
         reports = {}
         for name, program in programs.items():
             program.warm_up()  # the LM's load and the prompt's fixed prefix are not timed as answer latency
-            reports[name] = program_report(program, questions, progress=progress, judge=judge)
+            reports[name] = program_report(program, questions, progress=progress, judge=judge, threads=threads)
         run_settings = {
             "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
             "questions": str(args.questions), "split": split, "programs": list(programs), "lm": settings.lm,
-            "expand": query_expansion(programs),
+            "expand": query_expansion(programs), "threads": threads,
             "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
             "min_accuracy": args.min_accuracy, "date": datetime.now(UTC).isoformat(timespec="seconds"),
         }
@@ -170,6 +176,16 @@ def build_program(spec: str, index, settings):
     if spec == ZERO_SHOT:
         return BookRAG.from_settings(settings, index)
     return load_program(Path(spec), settings, index=index)
+
+
+def answer_threads(requested: int, settings) -> int:
+    """Questions answered at once: as requested for a hosted LM; one for the local model, whose llama.cpp context
+    answers one call at a time on every core (more threads would only queue behind its lock)."""
+    if requested > 1 and settings.lm == "local":
+        print(f"--threads {requested}: the local model answers one question at a time; running with 1",
+              file=sys.stderr)
+        return 1
+    return requested
 
 
 def query_expansion(programs: dict) -> str | dict[str, str]:

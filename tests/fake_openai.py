@@ -19,7 +19,10 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.script: list[tuple[int, float]] = []
         self.requests: list[dict] = []
         self.content = content
+        self.delay = 0.0  # seconds before every unscripted reply: a provider's latency
         self.released = threading.Event()  # cuts a slow reply short at teardown
+        self.in_flight = self.max_in_flight = 0  # requests being answered at once, and the most seen
+        self._count = threading.Lock()
 
     @property
     def api_base(self) -> str:
@@ -34,9 +37,19 @@ class _Handler(BaseHTTPRequestHandler):
         server: FakeOpenAI = self.server
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         server.requests.append(body)
-        status, delay = server.script.pop(0) if server.script else (200, 0.0)
-        if delay:
-            server.released.wait(delay)
+        status, delay = server.script.pop(0) if server.script else (200, server.delay)
+        with server._count:
+            server.in_flight += 1
+            server.max_in_flight = max(server.max_in_flight, server.in_flight)
+        try:
+            if delay:
+                server.released.wait(delay)
+            self._reply(server, body, status)
+        finally:
+            with server._count:
+                server.in_flight -= 1
+
+    def _reply(self, server: FakeOpenAI, body: dict, status: int) -> None:
         if status == 200:
             reply = {
                 "id": "chatcmpl-1",

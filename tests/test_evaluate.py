@@ -290,3 +290,49 @@ def test_a_question_the_program_fails_on_is_a_failed_row_and_the_run_goes_on():
     assert (lost["passed"], lost["combined"], lost["key_fact_recall"], lost["token_f1"]) == (False, 0.0, 0.0, 0.0)
     assert (refuse["passed"], refuse["refused"], refuse["key_fact_recall"]) == (False, False, None)
     assert report["answer_accuracy"] == pytest.approx(1 / 2) and report["refusal_recall"] == 0.0
+
+
+# -- --threads: a hosted LM answers questions in parallel ------------------------------------------------------
+
+HOSTED_REPLY = ("[[ ## reasoning ## ]]\nPassage 1 says so.\n\n[[ ## answer ## ]]\nIt is described in the primer.\n\n"
+                "[[ ## citations ## ]]\n[1]\n\n[[ ## answerable ## ]]\nTrue\n\n[[ ## completed ## ]]")
+
+
+@pytest.fixture
+def hosted_lm(workspace, monkeypatch):
+    """A generated-mode program on a hosted LM: the fake OpenAI-compatible server, each reply 0.2 s late."""
+    from fake_openai import FakeOpenAI, serving
+
+    with serving(FakeOpenAI(HOSTED_REPLY)) as fake:
+        fake.delay = 0.2
+        monkeypatch.setenv("BOOKRAG_LM", "openai/fake-model")
+        monkeypatch.setenv("BOOKRAG_LM_API_BASE", fake.api_base)
+        monkeypatch.setenv("BOOKRAG_ANSWER_MODE", "generated")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        yield fake
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_threads_answer_questions_in_parallel_and_keep_their_order(workspace, hosted_lm, capsys, threads):
+    assert run_evaluate(workspace, "--zero-shot", "--threads", str(threads), "--json") == 0
+    summary = only_json(capsys)
+    report = json.loads((workspace["out"] / "report.json").read_text())
+    rows = report["programs"]["zero-shot"]["rows"]
+    assert [r["id"] for r in rows] == TEST_IDS and report["settings"]["threads"] == threads
+    answered = [r for r in rows if r["mode"] == "generated"]
+    assert len(answered) >= 2 and summary["lm_calls"] >= len(answered)
+    assert all(r["answer"] == "It is described in the primer." for r in answered)
+    assert (hosted_lm.max_in_flight > 1) is (threads > 1)
+
+
+def test_threads_with_the_local_model_run_one_at_a_time_and_say_so(workspace, capsys):
+    assert run_evaluate(workspace, "--zero-shot", "--threads", "4", "--json") == 0
+    assert "the local model answers one question at a time" in capsys.readouterr().err
+    assert json.loads((workspace["out"] / "report.json").read_text())["settings"]["threads"] == 1
+
+
+def test_threads_below_one_exit_4(workspace, capsys):
+    with pytest.raises(SystemExit) as caught:
+        run_evaluate(workspace, "--zero-shot", "--threads", "0")
+    assert caught.value.code == 4 and "--threads must be at least 1" in capsys.readouterr().err

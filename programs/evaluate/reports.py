@@ -61,18 +61,43 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[index]
 
 
-def program_report(program, questions: list[Question], progress: bool | None = None, judge=None) -> dict:
+def program_report(program, questions: list[Question], progress: bool | None = None, judge=None,
+                   threads: int = 1) -> dict:
     """Run a BookRAG program over labeled questions; score each prediction with programs.evaluate.metrics and aggregate.
 
     Rates are in 0..1. `judge`: a hosted dspy.LM for LM-judged semantic F1 on answerable questions (optional).
+    `threads`: questions answered at once, for a hosted LM that serves calls in parallel (DSPy's ParallelExecutor,
+    which carries the DSPy settings into its threads). A question the LM fails on is a failed row either way; any
+    other exception is a bug and stops the run.
     """
-    rows = []
     with progress_bar("Questions", len(questions), progress) as bar:
-        for q in questions:
-            rows.append(question_row(program, q, judge))
+
+        def run(question: Question) -> QuestionRow:
+            row = question_row(program, question, judge)
             bar.advance()
+            return row
+
+        if threads == 1:
+            rows = [run(q) for q in questions]
+        else:
+            rows = _in_parallel(run, questions, threads)
     return {**aggregate(rows), "k": program.k, "search_mode": program.search_mode,
             "gate": program.gate.dump_state(), "rows": [row.to_dict() for row in rows]}
+
+
+def _in_parallel(run, questions: list[Question], threads: int) -> list[QuestionRow]:
+    """`run` over the questions on `threads` threads, in question order. The first exception stops the run and is
+    raised as it was (ParallelExecutor would replace it with a generic one)."""
+    from dspy.utils.parallelizer import ParallelExecutor
+
+    # No straggler resubmission (timeout=0): a slow question would be asked twice; the LM has its own timeout.
+    executor = ParallelExecutor(num_threads=threads, max_errors=1, disable_progress_bar=True, timeout=0)
+    try:
+        return executor.execute(run, questions)
+    except Exception:
+        if executor.exceptions_map:
+            raise next(iter(executor.exceptions_map.values())) from None
+        raise
 
 
 def question_row(program, question: Question, judge=None) -> QuestionRow:
