@@ -25,7 +25,7 @@ from bookrag.cli import (
     run,
     setup_logging,
 )
-from bookrag.config import BUNDLED_BOOK, AnswerMode, ExpandMode
+from bookrag.config import BUNDLED_BOOK, ExpandMode
 from bookrag.errors import BookragError
 
 # The seed's contract for the bundled book: (question, a fact the answer must contain), or None = must refuse.
@@ -56,17 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("question", nargs="?", help="the question (none: interactive chat)")
     parser.add_argument("--top-k", type=int, help="passages retrieved per question (default: BOOKRAG_TOP_K or 5)")
     parser.add_argument("--module", help="search only this module, named as in citations (e.g. ros2 for 01-ros2/)")
-    parser.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
     parser.add_argument("--program", type=Path, help="compiled program folder (default: artifacts/<book>/ if any)")
-    parser.add_argument("--lm", help="language model: local, or a LiteLLM string like openai/gpt-4o-mini")
-    parser.add_argument("--answer-mode", choices=list(AnswerMode),
-                        help="generated (the LM writes the answer) or extractive (the book's own sentences, fast; no "
-                             "LM call) (default: BOOKRAG_ANSWER_MODE, generated)")
     parser.add_argument("--expand", choices=list(ExpandMode),
                         help="query expansion: parts = also search each part of a multi-part question, hyde = also "
                              "search with an LM-written hypothetical answer (default: BOOKRAG_EXPAND or none)")
-    parser.add_argument("--json", action="store_true", help="print the response as JSON on stdout, nothing else")
-    parser.add_argument("--verbose", "-v", action="store_true", help="chunk ids, scores, gate, timings, tokens")
+    parser.add_program_arguments(json_help="print the response as JSON on stdout, nothing else",
+                                 verbose_help="chunk ids, scores, gate, timings, tokens")
     parser.add_argument("--chat", action="store_true", help="interactive multi-turn chat")
     parser.add_argument("--validate", action="store_true", help="run the built-in check on the bundled book")
     args = parser.parse_args(argv)
@@ -74,8 +69,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--top-k must be at least 1")
     if args.question is not None and not args.question.strip():
         parser.error("the question is empty")
-    if args.book is not None and not args.book.is_dir():
-        parser.error(f"--book {args.book} is not a folder")
     if args.validate and (args.question or args.chat or args.module or args.book):
         parser.error("--validate checks the bundled book: it takes no question, --chat, --module or --book")
     if args.program is not None:

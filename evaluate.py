@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bookrag.cli import EXIT_BELOW_GATE, EXIT_OK, ArgumentParser, load_settings, run, setup_logging
-from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, AnswerMode, book_name
+from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
 
 ZERO_SHOT, BASELINE = "zero-shot", "baseline"
 SUMMARY_KEYS = ("n", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity",
@@ -44,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
                        help="two programs (artifact folder, zero-shot or baseline) on the same questions; B is the "
                             "candidate that --min-accuracy gates")
     which.add_argument("--retrieval-only", action="store_true", help="evaluate the retriever alone")
-    parser.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
     parser.add_argument("--questions", type=Path, default=BUNDLED_QUESTIONS, help="CSV or JSONL question file")
     parser.add_argument("--split", choices=("train", "dev", "test", "all"),
                         help="questions to use (default: test; all with --retrieval-only)")
@@ -52,10 +51,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit 5 when the combined score (0..1) of the evaluated program, with --compare of B, "
                              "is below X")
     parser.add_argument("--out", type=Path, help="report folder (default: reports/<book>-<split>/)")
-    parser.add_argument("--lm", help="language model: local, or a LiteLLM string like openai/gpt-4o-mini")
-    parser.add_argument("--answer-mode", choices=list(AnswerMode),
-                        help="generated (the LM writes the answer) or extractive (the book's own sentences, fast; no "
-                             "LM call) (default: BOOKRAG_ANSWER_MODE, generated)")
     parser.add_argument("--threads", type=int, default=1,
                         help="questions answered at once, for a hosted LM (default 1; the local model already uses "
                              "every core, so it runs one at a time)")
@@ -65,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("dense", "sparse", "hybrid"),
                         help="--retrieval-only: search mode (default hybrid)")
     parser.add_argument("--mmr", action="store_true", help="--retrieval-only: diversify passages with MMR")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout and nothing else")
-    parser.add_argument("--verbose", "-v", action="store_true")
+    parser.add_program_arguments(json_help="print one JSON object on stdout and nothing else")
     args = parser.parse_args(argv)
     if args.k is not None and args.k < 1:
         parser.error("--k must be at least 1")
@@ -74,8 +68,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--threads must be at least 1")
     if not args.retrieval_only and (args.k is not None or args.mode or args.mmr):
         parser.error("--k, --mode and --mmr apply to --retrieval-only; a program uses its own retrieval settings")
-    if args.book is not None and not args.book.is_dir():
-        parser.error(f"--book {args.book} is not a folder")
     if args.min_accuracy is not None and not 0.0 <= args.min_accuracy <= 1.0:
         parser.error(f"--min-accuracy is a combined score from 0 to 1, got {args.min_accuracy}")
     from programs.compile.artifact import restore_previous

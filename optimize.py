@@ -21,7 +21,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
-from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, AnswerMode, book_name
+from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
 from bookrag.errors import DatasetError
 
 
@@ -31,27 +31,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description="Compile the bookrag program against labeled questions.")
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default=DEFAULT_OPTIMIZER,
                         help=f"DSPy teleprompter for the predictors (default {DEFAULT_OPTIMIZER}; see README)")
-    parser.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
     parser.add_argument("--questions", type=Path,
                         help="labeled CSV/JSONL question set (default: the bundled set for the bundled book; for "
                              "another book, a synthetic set written from the book beside the artifact)")
-    parser.add_argument("--lm", help="task LM: local, or a LiteLLM string like openai/gpt-4o-mini")
     parser.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
-    parser.add_argument("--answer-mode", choices=list(AnswerMode),
-                        help="who writes answers: generated (the LM's ChainOfThought, compiled here) or extractive "
-                             "(the book's sentences; only the gate is calibrated) (default: BOOKRAG_ANSWER_MODE, "
-                             "generated)")
     parser.add_argument("--out", type=Path, help="artifact folder (default: artifacts/<book name>/)")
     parser.add_argument("--max-demos", type=int, default=4, help="demos per predictor (default 4)")
     parser.add_argument("--threads", type=int, default=1, help="parallel LM calls while compiling (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="random seed for the optimizers (default 0)")
-    parser.add_argument("--json", action="store_true", help="print the manifest as JSON on stdout, nothing else")
-    parser.add_argument("--verbose", "-v", action="store_true")
+    parser.add_program_arguments(json_help="print the manifest as JSON on stdout, nothing else")
     args = parser.parse_args(argv)
     if args.max_demos < 0 or args.threads < 1:
         parser.error("--max-demos must be >= 0 and --threads >= 1")
-    if args.book is not None and not args.book.is_dir():
-        parser.error(f"--book {args.book} is not a folder")
     setup_logging(args.verbose)
     settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
     questions_path = args.questions or _default_questions(settings.book_dir)

@@ -9,8 +9,9 @@ import logging
 import os
 import re
 import sys
+from pathlib import Path
 
-from bookrag.config import ConfigError, Settings
+from bookrag.config import AnswerMode, ConfigError, Settings
 from bookrag.errors import BookragError
 from bookrag.redaction import scrub
 
@@ -29,7 +30,18 @@ log = logging.getLogger("bookrag")
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a bad argument exits with 4 (argparse's own default is 2, our configuration error)."""
+    """argparse, but a bad argument exits with 4 (argparse's own default is 2, our configuration error); with the
+    options every program command shares (`add_program_arguments`)."""
+
+    def add_program_arguments(self, *, json_help: str, verbose_help: str = "debug logging on stderr") -> None:
+        """--book, --lm, --answer-mode, --json and --verbose, as ask.py, evaluate.py and optimize.py share them."""
+        self.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
+        self.add_argument("--lm", help="language model: local, or a LiteLLM string like openai/gpt-4o-mini")
+        self.add_argument("--answer-mode", choices=list(AnswerMode),
+                          help="generated (the LM writes the answer) or extractive (the book's own sentences, fast; "
+                               "no LM call) (default: BOOKRAG_ANSWER_MODE, generated)")
+        self.add_argument("--json", action="store_true", help=json_help)
+        self.add_argument("--verbose", "-v", action="store_true", help=verbose_help)
 
     def error(self, message: str):
         self.print_usage(sys.stderr)
@@ -38,6 +50,9 @@ class ArgumentParser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         """Also rejects text arguments that are not valid UTF-8 (paths may be any bytes: they stay Paths)."""
         parsed = super().parse_args(args, namespace)
+        book = getattr(parsed, "book", None)
+        if book is not None and not book.is_dir():
+            self.error(f"--book {book} is not a folder")
         for action in self._actions:
             value = getattr(parsed, action.dest, None)
             for text in value if isinstance(value, list) else [value]:

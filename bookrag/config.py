@@ -9,7 +9,7 @@ import dataclasses
 import logging
 import os
 import re
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -93,20 +93,92 @@ def export_dotenv(path: Path, environ: MutableMapping[str, str] = os.environ) ->
     return list(missing)
 
 
-# The README's configuration table lists the same variables. Parse errors show the value: none of the numbers
-# is a secret. Ranges are checked in `Settings.validated`, for values from flags too.
-def _int(name: str, raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+# -- the variables: environment variable -> field, parser and range ----------------------------------------------
+# The README's configuration table lists the same variables. Parse errors show the value (none of the numbers is a
+# secret); a URL is shown without its credentials, a secret never.
 
 
-def _seconds(name: str, raw: str) -> float:
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+def _whole_number(raw: str) -> int:
+    return int(raw)
+
+
+def _seconds(raw: str) -> float:
+    return float(raw)
+
+
+def _path(raw: str) -> Path:
+    return Path(raw).expanduser()
+
+
+def _lower(raw: str) -> str:
+    return raw.lower()
+
+
+def _at_least(low: float):
+    return lambda value: None if value >= low else f"must be at least {low}, got {value}"
+
+
+def _above(low: float):
+    return lambda value: None if value > low else f"must be more than {low}, got {value}"
+
+
+def _one_of(*choices: str):
+    listed = f"{', '.join(choices[:-1])} or {choices[-1]}"
+    return lambda value: None if value in choices else f"must be {listed}, got {value!r}"
+
+
+def _http_url(echo: bool):
+    """An http(s) URL; shown in the error with its credentials masked, or (a base URL may carry them) not at all."""
+    def check(value: str) -> str | None:
+        if re.match(r"https?://[^/\s]+", value):
+            return None
+        return "must be an http:// or https:// URL" + (f", got {mask_url(value)!r}" if echo else "")
+    return check
+
+
+def _lm_string(value: str) -> str | None:
+    """`local` or LiteLLM's provider/model: a bare name would fail only at the first call, as an LM error."""
+    if value == "local" or re.fullmatch(r"[\w.-]+/\S+", value):
+        return None
+    return f"must be local or a LiteLLM model string provider/model, like openai/gpt-4o-mini; got {value!r}"
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str  # the environment variable
+    field: str  # the Settings field it sets
+    parse: Callable[[str], object] = str  # raw text -> value; ValueError: not a value of its kind
+    kind: str = ""  # what a value looks like, for a parse error ("a whole number")
+    check: Callable[[object], str | None] | None = None  # a parsed value (from the environment or a flag) -> problem
+
+
+_NUMBER, _SECONDS = {"parse": _whole_number, "kind": "a whole number"}, {"parse": _seconds, "kind": "a number of seconds"}
+VARIABLES = (
+    Variable("BOOKRAG_DATA_DIR", "data_dir", _path),
+    Variable("BOOKRAG_BOOK", "book_dir", _path),
+    Variable("BOOKRAG_BASE_URL", "base_url"),
+    Variable("BOOKRAG_CHUNK_TOKENS", "chunk_tokens", **_NUMBER, check=_at_least(20)),
+    Variable("BOOKRAG_CHUNK_OVERLAP", "chunk_overlap", **_NUMBER, check=_at_least(0)),
+    Variable("BOOKRAG_EMBEDDER", "embedder", _lower, check=_one_of("auto", "local", "cohere")),
+    Variable("COHERE_API_KEY", "cohere_api_key", Secret),
+    Variable("COHERE_MODEL", "cohere_model"),
+    Variable("QDRANT_URL", "qdrant_url", check=_http_url(echo=True)),
+    Variable("QDRANT_API_KEY", "qdrant_api_key", Secret),
+    Variable("QDRANT_HOST", "qdrant_host"),
+    Variable("QDRANT_PORT", "qdrant_port", **_NUMBER, check=_at_least(1)),
+    Variable("BOOKRAG_TOP_K", "top_k", **_NUMBER, check=_at_least(1)),
+    Variable("BOOKRAG_LM", "lm", check=_lm_string),
+    Variable("BOOKRAG_LM_MAX_TOKENS", "lm_max_tokens", **_NUMBER, check=_at_least(1)),
+    Variable("BOOKRAG_LM_TIMEOUT", "lm_timeout", **_SECONDS, check=_above(0)),
+    Variable("BOOKRAG_LM_RETRIES", "lm_retries", **_NUMBER, check=_at_least(0)),
+    Variable("BOOKRAG_LM_API_BASE", "lm_api_base", lambda raw: raw.rstrip("/"), check=_http_url(echo=False)),
+    Variable("BOOKRAG_LOCAL_MODEL", "local_model", _path),
+    Variable("BOOKRAG_ANSWER_MODE", "answer_mode", _lower, check=_one_of(*AnswerMode)),
+    Variable("BOOKRAG_LM_THREADS", "lm_threads", **_NUMBER, check=_at_least(1)),
+    Variable("BOOKRAG_EXPAND", "expand", _lower, check=_one_of(*ExpandMode)),
+    Variable("BOOKRAG_DSPY_CACHE_DIR", "dspy_cache_dir", _path),
+    Variable("BOOKRAG_ARTIFACTS_DIR", "artifacts_dir", _path),
+)
 
 
 @dataclass(frozen=True)
@@ -133,7 +205,7 @@ class Settings:
     lm_api_base: str | None = None  # an OpenAI-compatible server for the hosted model
     local_model: Path | None = None  # a GGUF for `lm == "local"`; default: the packaged Qwen2.5-Coder 1.5B Instruct
     # Who writes the answer: the LM (`generated`, ChainOfThought) or the book's own sentences (`extractive`, fast).
-    answer_mode: str = "generated"
+    answer_mode: str = AnswerMode.GENERATED
     # llama.cpp threads for the local model: 2 is fastest on an idle 2-core machine, but its threads spin-wait
     # on each other, so next to another busy process 1 thread decodes several times faster (llama_cpp_engine.py).
     lm_threads: int = 2
@@ -145,7 +217,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, dotenv: Path | None = None) -> Settings:
-        """Read BOOKRAG_*, COHERE_*, QDRANT_* variables from `environ`, by default the process environment.
+        """Read the `VARIABLES` from `environ`, by default the process environment.
 
         Reading the process environment first exports `.env` (default: in the working directory) into it, where
         unset: the provider keys it holds must reach os.environ for DSPy. An explicit `environ` is read as is.
@@ -154,61 +226,16 @@ class Settings:
             dotenv = dotenv if dotenv is not None else (Path.cwd() / ".env")
             if dotenv.is_file():
                 export_dotenv(dotenv)
-        env = dict(os.environ if environ is None else environ)
-
-        def get(name: str) -> str | None:
-            value = env.get(name)
-            return value.strip() if value and value.strip() else None
-
-        values: dict = {}
-        if v := get("BOOKRAG_DATA_DIR"):
-            values["data_dir"] = Path(v).expanduser()
-        if v := get("BOOKRAG_BOOK"):
-            values["book_dir"] = Path(v).expanduser()
-        if v := get("BOOKRAG_BASE_URL"):
-            values["base_url"] = v
-        if v := get("BOOKRAG_CHUNK_TOKENS"):
-            values["chunk_tokens"] = _int("BOOKRAG_CHUNK_TOKENS", v)
-        if v := get("BOOKRAG_CHUNK_OVERLAP"):
-            values["chunk_overlap"] = _int("BOOKRAG_CHUNK_OVERLAP", v)
-        if v := get("BOOKRAG_EMBEDDER"):
-            values["embedder"] = v.lower()
-        if v := get("COHERE_API_KEY"):
-            values["cohere_api_key"] = Secret(v)
-        if v := get("COHERE_MODEL"):
-            values["cohere_model"] = v
-        if v := get("QDRANT_URL"):
-            values["qdrant_url"] = v
-        if v := get("QDRANT_API_KEY"):
-            values["qdrant_api_key"] = Secret(v)
-        if v := get("QDRANT_HOST"):
-            values["qdrant_host"] = v
-        if v := get("QDRANT_PORT"):
-            values["qdrant_port"] = _int("QDRANT_PORT", v)
-        if v := get("BOOKRAG_TOP_K"):
-            values["top_k"] = _int("BOOKRAG_TOP_K", v)
-        if v := get("BOOKRAG_LM"):
-            values["lm"] = v
-        if v := get("BOOKRAG_LM_MAX_TOKENS"):
-            values["lm_max_tokens"] = _int("BOOKRAG_LM_MAX_TOKENS", v)
-        if v := get("BOOKRAG_LM_TIMEOUT"):
-            values["lm_timeout"] = _seconds("BOOKRAG_LM_TIMEOUT", v)
-        if v := get("BOOKRAG_LM_RETRIES"):
-            values["lm_retries"] = _int("BOOKRAG_LM_RETRIES", v)
-        if v := get("BOOKRAG_LM_API_BASE"):
-            values["lm_api_base"] = v.rstrip("/")
-        if v := get("BOOKRAG_LOCAL_MODEL"):
-            values["local_model"] = Path(v).expanduser()
-        if v := get("BOOKRAG_ANSWER_MODE"):
-            values["answer_mode"] = v.lower()
-        if v := get("BOOKRAG_LM_THREADS"):
-            values["lm_threads"] = _int("BOOKRAG_LM_THREADS", v)
-        if v := get("BOOKRAG_EXPAND"):
-            values["expand"] = v.lower()
-        if v := get("BOOKRAG_DSPY_CACHE_DIR"):
-            values["dspy_cache_dir"] = Path(v).expanduser()
-        if v := get("BOOKRAG_ARTIFACTS_DIR"):
-            values["artifacts_dir"] = Path(v).expanduser()
+        env = os.environ if environ is None else environ
+        values = {}
+        for variable in VARIABLES:
+            raw = (env.get(variable.name) or "").strip()
+            if not raw:
+                continue
+            try:
+                values[variable.field] = variable.parse(raw)
+            except ValueError:
+                raise ConfigError(f"{variable.name} must be {variable.kind}, got {raw!r}") from None
         return cls(**values).validated()
 
     def replace(self, **changes) -> Settings:
@@ -216,38 +243,16 @@ class Settings:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None}).validated()
 
     def validated(self) -> Settings:
-        if self.embedder not in ("auto", "local", "cohere"):
-            raise ConfigError(f"BOOKRAG_EMBEDDER must be auto, local or cohere, got {self.embedder!r}")
+        """Every value in its range, whether it came from the environment or a flag."""
+        for variable in VARIABLES:
+            value = getattr(self, variable.field)
+            if variable.check is not None and value is not None and (problem := variable.check(value)):
+                raise ConfigError(f"{variable.name} {problem}")
+        if self.chunk_overlap >= self.chunk_tokens:
+            raise ConfigError("BOOKRAG_CHUNK_OVERLAP must be smaller than BOOKRAG_CHUNK_TOKENS")
         if self.embedder == "cohere" and not self.cohere_api_key:
             raise ConfigError("BOOKRAG_EMBEDDER=cohere needs COHERE_API_KEY (environment or .env)")
-        if self.chunk_tokens < 20:
-            raise ConfigError(f"BOOKRAG_CHUNK_TOKENS must be at least 20, got {self.chunk_tokens}")
-        if not 0 <= self.chunk_overlap < self.chunk_tokens:
-            raise ConfigError("BOOKRAG_CHUNK_OVERLAP must be >= 0 and smaller than BOOKRAG_CHUNK_TOKENS")
-        if self.top_k < 1:
-            raise ConfigError(f"BOOKRAG_TOP_K must be at least 1, got {self.top_k}")
-        # "local" or LiteLLM's provider/model: a bare name would fail only at the first call, as an LM error.
-        if self.lm != "local" and not re.fullmatch(r"[\w.-]+/\S+", self.lm):
-            raise ConfigError(f"BOOKRAG_LM must be local or a LiteLLM model string provider/model, like "
-                              f"openai/gpt-4o-mini; got {self.lm!r}")
-        if self.lm_max_tokens < 1:
-            raise ConfigError(f"BOOKRAG_LM_MAX_TOKENS must be at least 1, got {self.lm_max_tokens}")
-        if not self.lm_timeout > 0:
-            raise ConfigError(f"BOOKRAG_LM_TIMEOUT must be more than 0 seconds, got {self.lm_timeout}")
-        if self.lm_retries < 0:
-            raise ConfigError(f"BOOKRAG_LM_RETRIES must be 0 or more, got {self.lm_retries}")
-        if self.lm_threads < 1:
-            raise ConfigError(f"BOOKRAG_LM_THREADS must be at least 1, got {self.lm_threads}")
-        # Not echoed: a base URL may carry credentials (https://user:password@host/v1).
-        if self.lm_api_base and not re.match(r"https?://[^/\s]+", self.lm_api_base):
-            raise ConfigError("BOOKRAG_LM_API_BASE must be an http:// or https:// URL")
-        if self.qdrant_url and not re.match(r"https?://[^/\s]+", self.qdrant_url):
-            raise ConfigError(f"QDRANT_URL must be an http:// or https:// URL, got {mask_url(self.qdrant_url)!r}")
         _check_writable_folder("BOOKRAG_DATA_DIR", self.data_dir)
-        if self.answer_mode not in tuple(AnswerMode):
-            raise ConfigError(f"BOOKRAG_ANSWER_MODE must be {' or '.join(AnswerMode)}, got {self.answer_mode!r}")
-        if self.expand is not None and self.expand not in tuple(ExpandMode):
-            raise ConfigError(f"BOOKRAG_EXPAND must be {', '.join(ExpandMode)}, got {self.expand!r}")
         return self
 
     @property
