@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import sys
 import time
+import uuid
 
 import dspy
 import pytest
@@ -144,7 +145,8 @@ def test_a_second_engine_sharing_the_loaded_model_also_saves_its_prompt_prefix(l
     monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
     local_lm(messages=[{"role": "user", "content": "Say yes."}], max_tokens=2)  # the first engine loads the model
     second = make_lm(Settings(lm="local", lm_max_tokens=2))  # the same file: shares that loaded model
-    system = {"role": "system", "content": f"{tmp_path.name}: you answer questions about a robotics textbook. " * 40}
+    # A prefix no earlier run can have stored (tmp_path's name repeats from one pytest session to the next).
+    system = {"role": "system", "content": f"{uuid.uuid4().hex}: you answer questions about a robotics textbook. " * 40}
     started = time.time()
     second(messages=[system, {"role": "user", "content": "Say no."}])
     saved = sorted(second.engine.models_dir.glob("prompt-prefixes/*.kv"), key=lambda p: p.stat().st_mtime)
