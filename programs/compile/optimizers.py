@@ -1,8 +1,9 @@
 """The DSPy teleprompters `optimize.py` can compile BookRAG's predictors with.
 
-Every optimizer compiles the same two predictors (`rewrite`, `generate`) against `combined_score` (GEPA against
-its feedback variant). The refusal gate is calibrated separately (programs/compile/compiler.py): teleprompters reset
-every parameter of the student, so the compiler puts the calibrated gate back afterwards.
+The teleprompters compile the program's predictors (`rewrite`, `generate`, and the query expander's when one is on)
+against `combined_score` (GEPA against its feedback variant); `labeled` sets demos on `generate` only, made from the
+labeled answers. The refusal gate is calibrated separately (programs/compile/compiler.py): teleprompters reset every
+parameter of the student, so the compiler puts the calibrated gate back afterwards.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dspy.lm15 import (
@@ -37,8 +38,19 @@ from programs.lm.prompt_prefix_store import MIN_TOKENS, PromptPrefixStore
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _ROLES = {"user": "user", "developer": "system", "assistant": "assistant"}
-# One loaded model, its lock and its prompt-prefix store per (file, n_ctx, n_threads), for the whole process.
-_MODELS: dict[tuple, tuple] = {}
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """One llama.cpp model in memory, shared by every engine of the process that names its file."""
+
+    llama: object  # llama_cpp.Llama
+    prefixes: PromptPrefixStore  # its prompt prefixes' KV states on disk
+    lock: threading.Lock = field(default_factory=threading.Lock)  # a llama.cpp context is not thread-safe
+
+
+# One loaded model per (file, n_ctx, n_threads), for the whole process.
+_MODELS: dict[tuple, LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -99,12 +111,13 @@ class LlamaCppEngine:
         if request.tools:
             raise UnsupportedFeatureError("the local model cannot call tools", feature="tools")
         config = request.config
-        llama, lock, prefixes = self._load()
-        with lock:
+        model = self._load()
+        llama = model.llama
+        with model.lock:
             messages = chat_messages(request)
             tokens, stop = self._prompt_tokens(llama, messages)
-            _load_prefix(llama, prefixes, self._prefix_tokens(llama, messages, tokens), tokens)
-            reused = _common_prefix(llama, tokens)
+            _load_prefix(llama, model.prefixes, self._prefix_tokens(llama, messages, tokens), tokens)
+            reused = _cached_prefix(llama, tokens)
             try:
                 out = llama.create_completion(
                     tokens,
@@ -147,17 +160,16 @@ class LlamaCppEngine:
         prefix, _ = self._prompt_tokens(llama, messages[:-1], reply=False)
         return prefix if tokens[: len(prefix)] == prefix else []
 
-    def _load(self) -> tuple:
-        """(llama, its lock, its prompt-prefix store): loaded by the first engine that names the file."""
+    def _load(self) -> LoadedModel:
+        """The model, loaded by the first engine that names the file."""
         with _MODELS_LOCK:
             if self._key not in _MODELS:
                 started = time.perf_counter()
-                _MODELS[self._key] = (*self._open(), threading.Lock())
+                _MODELS[self._key] = self._open()
                 self.load_seconds = time.perf_counter() - started
-        llama, prefixes, lock = _MODELS[self._key]
-        return llama, lock, prefixes
+            return _MODELS[self._key]
 
-    def _open(self):
+    def _open(self) -> LoadedModel:
         try:
             from llama_cpp import Llama
         except ImportError as exc:
@@ -171,7 +183,7 @@ class LlamaCppEngine:
         prefixes = PromptPrefixStore(self.models_dir / "prompt-prefixes",
                                      f"{path.name}:{path.stat().st_size}:{self.n_ctx}")
         try:
-            return Llama(str(path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False), prefixes
+            return LoadedModel(Llama(str(path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False), prefixes)
         except ValueError as exc:  # llama.cpp's "Failed to load model from file"
             raise ConfigurationError(f"cannot load {path} with llama.cpp ({exc}): is it a GGUF model?") from None
 
@@ -180,9 +192,8 @@ class LlamaCppEngine:
         with _MODELS_LOCK:
             loaded = _MODELS.pop(self._key, None)
         if loaded is not None:
-            llama, _, lock = loaded
-            with lock:
-                llama.close()
+            with loaded.lock:
+                loaded.llama.close()
 
     # DSPy saves an LM with a custom engine (e.g. a predictor's own LM) through these two.
     def dump_state(self) -> dict:
@@ -196,7 +207,7 @@ class LlamaCppEngine:
 
 def _load_prefix(llama, prefixes: PromptPrefixStore, prefix: list[int], tokens: list[int]) -> None:
     """Make the KV cache hold `prefix`: it already does, or from the prefix store, or read once and stored."""
-    if len(prefix) < MIN_TOKENS or _common_prefix(llama, tokens) >= len(prefix):
+    if len(prefix) < MIN_TOKENS or _cached_prefix(llama, tokens) >= len(prefix):
         return
     if not prefixes.restore(llama, prefix):
         llama.reset()
@@ -225,13 +236,8 @@ def _chat_formatter(llama, name: str, open_turn: bool = True):
                                stop_token_ids=[llama.token_eos()])
 
 
-def _common_prefix(llama, tokens: list[int]) -> int:
+def _cached_prefix(llama, tokens: list[int]) -> int:
     """How many leading tokens of `tokens` the model's KV cache already holds (llama.cpp skips them)."""
-    cached = llama.input_ids[: llama.n_tokens]
-    n = 0
-    for a, b in zip(cached, tokens):
-        if a != b:
-            break
-        n += 1
+    held = llama.longest_token_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
     # llama.cpp always re-evaluates the last prompt token to get its logits.
-    return min(n, len(tokens) - 1)
+    return min(held, len(tokens) - 1)
