@@ -224,3 +224,23 @@ def test_bundled_book_a_questions_load():
     if BOOK_A.is_dir():
         missing = {g for q in questions for g in q.gold_sources if not (BOOK_A / g).is_file()}
         assert missing == set()
+
+
+FASTAPI = PROJECT_ROOT.parent / "shared" / "corpora" / "fastapi-tutorial"
+
+
+def test_the_fastapi_questions_load_with_every_split_and_a_third_must_refuse():
+    questions = load_questions(DATASETS / "fastapi-tutorial.csv")
+    assert len(questions) >= 60 and {q.split for q in questions} == {"train", "dev", "test"}
+    assert 0.3 <= sum(not q.answerable for q in questions) / len(questions) <= 0.4
+    assert {"near-miss", "out-of-scope", "injection"} <= {q.category for q in questions if not q.answerable}
+
+
+@pytest.mark.skipif(not FASTAPI.is_dir(), reason="the shared FastAPI tutorial is not beside the project")
+def test_every_fastapi_key_fact_is_in_its_gold_sources():
+    for q in load_questions(DATASETS / "fastapi-tutorial.csv"):
+        if not q.answerable:
+            assert not q.gold_sources and not q.key_facts, q.id
+            continue
+        source_text = " ".join((FASTAPI / g).read_text(encoding="utf-8") for g in q.gold_sources) + q.selected_text
+        assert all(fact_present(f, source_text) for f in q.key_facts), q.id
