@@ -98,20 +98,8 @@ def export_dotenv(path: Path, environ: MutableMapping[str, str] = os.environ) ->
 # secret); a URL is shown without its credentials, a secret never.
 
 
-def _whole_number(raw: str) -> int:
-    return int(raw)
-
-
-def _seconds(raw: str) -> float:
-    return float(raw)
-
-
 def _path(raw: str) -> Path:
     return Path(raw).expanduser()
-
-
-def _lower(raw: str) -> str:
-    return raw.lower()
 
 
 def _at_least(low: float):
@@ -152,14 +140,14 @@ class Variable:
     check: Callable[[object], str | None] | None = None  # a parsed value (from the environment or a flag) -> problem
 
 
-_NUMBER, _SECONDS = {"parse": _whole_number, "kind": "a whole number"}, {"parse": _seconds, "kind": "a number of seconds"}
+_NUMBER, _SECONDS = {"parse": int, "kind": "a whole number"}, {"parse": float, "kind": "a number of seconds"}
 VARIABLES = (
     Variable("BOOKRAG_DATA_DIR", "data_dir", _path),
     Variable("BOOKRAG_BOOK", "book_dir", _path),
     Variable("BOOKRAG_BASE_URL", "base_url"),
     Variable("BOOKRAG_CHUNK_TOKENS", "chunk_tokens", **_NUMBER, check=_at_least(20)),
     Variable("BOOKRAG_CHUNK_OVERLAP", "chunk_overlap", **_NUMBER, check=_at_least(0)),
-    Variable("BOOKRAG_EMBEDDER", "embedder", _lower, check=_one_of("auto", "local", "cohere")),
+    Variable("BOOKRAG_EMBEDDER", "embedder", str.lower, check=_one_of("auto", "local", "cohere")),
     Variable("COHERE_API_KEY", "cohere_api_key", Secret),
     Variable("COHERE_MODEL", "cohere_model"),
     Variable("QDRANT_URL", "qdrant_url", check=_http_url(echo=True)),
@@ -173,9 +161,9 @@ VARIABLES = (
     Variable("BOOKRAG_LM_RETRIES", "lm_retries", **_NUMBER, check=_at_least(0)),
     Variable("BOOKRAG_LM_API_BASE", "lm_api_base", lambda raw: raw.rstrip("/"), check=_http_url(echo=False)),
     Variable("BOOKRAG_LOCAL_MODEL", "local_model", _path),
-    Variable("BOOKRAG_ANSWER_MODE", "answer_mode", _lower, check=_one_of(*AnswerMode)),
+    Variable("BOOKRAG_ANSWER_MODE", "answer_mode", str.lower, check=_one_of(*AnswerMode)),
     Variable("BOOKRAG_LM_THREADS", "lm_threads", **_NUMBER, check=_at_least(1)),
-    Variable("BOOKRAG_EXPAND", "expand", _lower, check=_one_of(*ExpandMode)),
+    Variable("BOOKRAG_EXPAND", "expand", str.lower, check=_one_of(*ExpandMode)),
     Variable("BOOKRAG_DSPY_CACHE_DIR", "dspy_cache_dir", _path),
     Variable("BOOKRAG_ARTIFACTS_DIR", "artifacts_dir", _path),
 )

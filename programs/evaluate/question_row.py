@@ -48,11 +48,17 @@ class QuestionRow:
     error: str | None = None
 
     @classmethod
+    def of(cls, question: Question, **fields) -> QuestionRow:
+        """The row of `question`, its identity taken from it, with `fields` set."""
+        return cls(id=question.id, category=question.category or "uncategorized", question=question.question,
+                   answerable=question.answerable, gold_sources=list(question.gold_sources), **fields)
+
+    @classmethod
     def failed(cls, question: Question, error: str, latency_ms: float) -> QuestionRow:
         """The row of a question the program failed on: scored as failed, the error kept."""
-        return cls(**_identity(question), latency_ms=round(latency_ms, 2), error=error,
-                   key_fact_recall=0.0 if question.answerable else None,
-                   token_f1=0.0 if question.answerable and question.reference_answer else None)
+        return cls.of(question, latency_ms=round(latency_ms, 2), error=error,
+                      key_fact_recall=0.0 if question.answerable else None,
+                      token_f1=0.0 if question.answerable and question.reference_answer else None)
 
     @property
     def tokens(self) -> int:
@@ -66,7 +72,3 @@ class QuestionRow:
     def to_dict(self) -> dict:
         return {**asdict(self), "tokens": self.tokens}
 
-
-def _identity(question: Question) -> dict:
-    return {"id": question.id, "category": question.category or "uncategorized", "question": question.question,
-            "answerable": question.answerable, "gold_sources": list(question.gold_sources)}

@@ -114,10 +114,8 @@ def question_row(program, question: Question, judge=None) -> QuestionRow:
     latency_ms = (time.perf_counter() - started) * 1000
     answerable, refused = question.answerable, bool(pred.is_refusal)
     dense = [p.dense_score for p in pred.passages if p.dense_score is not None]
-    row = QuestionRow(
-        id=question.id, category=question.category or "uncategorized", question=question.question,
-        answerable=answerable, gold_sources=list(question.gold_sources), latency_ms=round(latency_ms, 2),
-        refused=refused, refusal_reason=pred.refusal_reason, mode=pred.mode, answer=pred.answer,
+    row = QuestionRow.of(
+        question, latency_ms=round(latency_ms, 2), refused=refused, refusal_reason=pred.refusal_reason, mode=pred.mode, answer=pred.answer,
         cited_sources=metrics.cited_sources(pred), gate_probability=pred.gate.get("probability"),
         gate_threshold=pred.gate.get("threshold"), top_dense=round(max(dense), 4) if dense else None,
         key_fact_recall=metrics.key_fact_recall(question.key_facts, pred.answer) if answerable else None,
