@@ -20,7 +20,7 @@ from bookrag.progress import progress_bar
 from retrievers.bm25 import Bm25Encoder
 from retrievers.chunking import Chunk, chunk_page
 from retrievers.embedder import Embedder
-from retrievers.markdown import BookFileError, find_pages, parse_page
+from retrievers.markdown import BookFileError, find_pages, parse_page, toc_titles
 from retrievers.store import StoredPoint, VectorStore
 
 log = logging.getLogger(__name__)
@@ -62,9 +62,10 @@ def read_book(book_dir: Path, settings: Settings) -> tuple[list[Chunk], list[Boo
     if not paths:
         raise BadArgumentError(f"no .md or .mdx files under {book_dir}: pass a Docusaurus docs/ folder or similar")
     chunks, errors = [], []
+    toc = toc_titles(book_dir)
     for path in paths:
         try:
-            page = parse_page(path, book_dir, settings.base_url)
+            page = parse_page(path, book_dir, settings.base_url, toc)
         except BookFileError as exc:
             errors.append(exc)
             continue

@@ -202,3 +202,56 @@ def run_script(script: str, *args: str, cwd: Path, env: dict[str, str], timeout:
         [sys.executable, str(PROJECT_ROOT / script), *map(str, args)],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False,
     )
+
+
+# An mdBook `src/` folder: a table of contents, chapters whose first heading is an H2, hard-wrapped prose, and a
+# code listing inside the book that a chapter includes by anchor.
+MDBOOK_SRC = {
+    "SUMMARY.md": """
+        # Summary
+
+        [Introduction](intro.md)
+
+        # User guide
+
+        - [Getting started](guide/ch01-00-start.md)
+            - [Setup](guide/ch02-01-setup.md)
+            - [Draft chapter]()
+        - [The `Config` type](guide/config%20type.md)
+        """,
+    "intro.md": """
+        This primer has no H1 on its introduction page. Its prose is wrapped at a
+        narrow column, as mdBook sources
+        often are.
+        """,
+    "guide/ch01-00-start.md": """
+        # Getting Started With the Controller
+
+        The controller boots in three phases.
+        """,
+    "guide/ch02-01-setup.md": """
+        ## Installing the toolchain
+
+        The three steps below must run in order before
+        the controller starts:
+
+        1. fetch the toolchain
+        2. build the firmware
+
+        ```rust
+        {{#include ../listings/main.rs:setup}}
+        ```
+        """,
+    "listings/main.rs": """
+        fn main() {
+            // ANCHOR: setup
+            let port = open_serial_port("/dev/ttyACM0");
+            // ANCHOR_END: setup
+        }
+        """,
+}
+
+
+@pytest.fixture
+def mdbook_src(tmp_path: Path) -> Path:
+    return write_book(tmp_path / "mdbook" / "src", MDBOOK_SRC)

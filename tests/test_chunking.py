@@ -183,3 +183,16 @@ def test_a_whole_real_page_gives_unique_ids_and_balanced_fences():
     assert len(chunks) > 5
     assert len({c.id for c in chunks}) == len(chunks)
     assert all(fences_balanced(c.text) for c in chunks)
+
+
+def test_chunk_url_anchor_is_the_explicit_heading_id_once(tmp_path):
+    from retrievers.markdown import parse_page
+
+    (tmp_path / "path-params.md").write_text(
+        "# Path Parameters { #path-parameters }\n\nIntro.\n\n## Data validation { #data-validation }\n\nChecked.\n"
+    )
+    chunks = chunk_page(parse_page(tmp_path / "path-params.md", tmp_path))
+    assert [(c.title, c.heading, c.url) for c in chunks] == [
+        ("Path Parameters", "Path Parameters", "/docs/path-params"),
+        ("Path Parameters", "Path Parameters › Data validation", "/docs/path-params#data-validation"),
+    ]

@@ -420,3 +420,28 @@ def test_read_book_skips_hidden_folders_and_counts_files(settings, tmp_path):
     assert n_files == 4 and errors == []
     assert Counter(c.source for c in chunks) == {"intro.md": 2, "01-ros2/01-nodes.md": 2,
                                                  "01-ros2/02-launch.md": 1, GAZEBO: 2}
+
+
+def test_read_book_titles_mdbook_pages_from_summary_and_does_not_index_it(settings, mdbook_src):
+    chunks, errors, n_files = read_book(mdbook_src, settings)
+    assert errors == [] and n_files == 3  # intro, two chapters: SUMMARY.md and the .rs listing are not pages
+    titles = {c.source: c.title for c in chunks}
+    assert titles == {"intro.md": "Introduction", "guide/ch01-00-start.md": "Getting Started With the Controller",
+                      "guide/ch02-01-setup.md": "Setup"}
+    setup = next(c for c in chunks if c.source == "guide/ch02-01-setup.md")
+    assert "must run in order before the controller starts:\n\n1. fetch the toolchain" in setup.text
+    assert 'open_serial_port("/dev/ttyACM0")' in setup.text
+
+
+FASTAPI_TUTORIAL = PROJECT_ROOT.parent / "shared" / "corpora" / "fastapi-tutorial"
+MKDOCS_SYNTAX = ("{ #", "{#", "{*", "///", "!!!", "--8<--", "{{#", "<font", "<span", "<div", "<abbr", "<dfn")
+
+
+@pytest.mark.skipif(not FASTAPI_TUTORIAL.is_dir(), reason="the FastAPI tutorial corpus is not in ../shared/corpora")
+def test_the_mkdocs_fastapi_tutorial_ingests_without_syntax_in_any_citation_field(settings):
+    chunks, errors, n_files = read_book(FASTAPI_TUTORIAL, settings)
+    assert errors == [] and n_files == 51
+    leaks = [(c.source, field, form) for c in chunks for field in ("text", "title", "heading", "url")
+             for form in MKDOCS_SYNTAX if form in getattr(c, field)]
+    assert leaks == []
+    assert "/docs/path-params#data-validation" in {c.url for c in chunks}

@@ -1,11 +1,21 @@
-"""Reading one Markdown/MDX page: front matter, urls, modules, MDX cleanup, sections and headings."""
+"""Reading one Markdown/MDX page: front matter, urls, modules, MDX, MkDocs and mdBook cleanup, sections, headings,
+titles from the table of contents, hard-wrapped prose."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from conftest import write_book
 
-from retrievers.markdown import BookFileError, find_pages, page_url, parse_page
+from retrievers.markdown import (
+    BookFileError,
+    find_pages,
+    join_wrapped_lines,
+    page_url,
+    parse_page,
+    toc_titles,
+)
 
 
 def parse(tmp_path, rel: str, text: str, **kwargs):
@@ -15,6 +25,11 @@ def parse(tmp_path, rel: str, text: str, **kwargs):
 
 def all_text(page) -> str:
     return "\n\n".join(s.text for s in page.sections)
+
+
+def blocks(page) -> list[str]:
+    """The page's text as blocks between blank lines (dropped markup may leave several blank lines in a row)."""
+    return [b for b in re.split(r"\n\s*\n", all_text(page)) if b.strip()]
 
 
 # -- front matter: title, url, module --------------------------------------------------------------------------
@@ -322,3 +337,342 @@ def test_find_pages_skips_a_link_that_leaves_the_book_with_a_warning(tmp_path, c
     assert found == ["a.md", "sub/alias.md", "sub/b.md"]
     (warning,) = [r for r in caplog.records if r.levelname == "WARNING"]
     assert "skipped leak.md" in warning.getMessage() and "outside the book folder" in warning.getMessage()
+
+
+def test_jsx_template_literal_code_is_kept_as_a_fenced_block(tmp_path):
+    page = parse(tmp_path, "a.mdx", """
+        <CodeBlock language="python">
+        {`def check():
+            # verify the install
+            return True
+        `}
+        </CodeBlock>
+        """)
+    assert all_text(page) == "```\ndef check():\n    # verify the install\n    return True\n\n```"
+
+
+def test_inline_code_spans_keep_their_angle_brackets(tmp_path):
+    page = parse(tmp_path, "a.md", "Call `RegisterPublisher<T>()` inside a <span>styled</span> `<div>` example.\n")
+    assert all_text(page) == "Call `RegisterPublisher<T>()` inside a styled `<div>` example."
+
+
+def test_html_comments_outside_code_are_dropped(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        Before <!-- an inline note --> after.
+
+        <!--
+        A comment spread
+        over lines.
+        -->
+
+        ```xml
+        <!-- kept in code -->
+        ```
+        """)
+    text = all_text(page)
+    assert "Before  after." in text
+    assert "spread" not in text
+    assert "<!-- kept in code -->" in text
+
+
+# -- MkDocs ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("attributes", ["{ #data-validation }", "{#data-validation}", "{: #data-validation .big }"])
+def test_heading_attribute_list_is_not_text_and_its_id_is_the_anchor(tmp_path, attributes):
+    page = parse(tmp_path, "path-params.md", f"""
+        # Path Parameters {attributes.replace("data-validation", "path-parameters")}
+
+        Intro.
+
+        ## Data validation {attributes}
+
+        Checked.
+        """)
+    assert page.title == "Path Parameters"
+    assert [(s.heading_path, s.anchor) for s in page.sections] == [
+        (("Path Parameters",), ""),
+        (("Path Parameters", "Data validation"), "data-validation"),
+    ]
+
+
+def test_braces_that_are_heading_text_stay(tmp_path):
+    page = parse(tmp_path, "a.md", "# T\n\n## Route /items/{item_id}\n\nText.\n")
+    assert page.sections[0].heading_path == ("T", "Route /items/{item_id}")
+
+
+def test_heading_text_keeps_underscores_of_code_and_identifiers(tmp_path):
+    page = parse(tmp_path, "a.md", "# T\n\n## The `response_model` of my_node, in _italics_\n\nText.\n")
+    assert page.sections[0].heading_path == ("T", "The response_model of my_node, in italics")
+    assert page.sections[0].anchor == "the-response_model-of-my_node-in-italics"
+
+
+def test_mkdocs_block_admonitions_keep_their_text_and_title_but_not_the_markers(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        /// note | Technical Details
+
+        Starlette does the work.
+
+        ///
+
+        //// tab | Python 3.10+
+
+        /// tip
+
+        Prefer `Annotated`.
+
+        ///
+
+        ////
+        """)
+    assert blocks(page) == [
+        "**Technical Details**", "Starlette does the work.", "**Python 3.10+**", "Prefer `Annotated`."
+    ]
+
+
+def test_indented_admonitions_are_dedented_and_lose_their_marker(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        !!! warning "Hot surface"
+            Let the motor cool first.
+
+            ```bash
+            sleep 60
+            ```
+
+        ???+ note
+            !!! tip
+                Nested advice.
+
+        After the box.
+        """)
+    blocks = [b for b in all_text(page).split("\n") if b]
+    assert blocks == [
+        "**Hot surface**", "Let the motor cool first.", "```bash", "sleep 60", "```", "Nested advice.", "After the box."
+    ]
+
+
+def test_mkdocs_include_directives_never_reach_the_text(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        Declare the parameter:
+
+        {* ../../docs_src/path_params/tutorial001_py310.py hl[6:7] *}
+
+        ```python
+        --8<-- "docs_src/app.py"
+        ```
+
+        --8<--
+        includes/abbreviations.md
+        --8<--
+
+        Then run it.
+        """)
+    assert [b for b in all_text(page).split("\n") if b] == ["Declare the parameter:", "Then run it."]
+
+
+def test_terminal_html_is_reduced_to_what_the_terminal_shows_but_xml_keeps_its_tags(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        <div class="termy">
+
+        ```console
+        $ <font color="#4E9A06">fastapi</font> dev <u style="x">main.py</u>
+        <span style="background-color:#009485"> INFO </span> watching <b>[</b>&apos;/app&apos;<b>]</b>
+        ```
+
+        </div>
+
+        ```bash
+        ros2 run <package_name> <executable> > log.txt
+        ```
+
+        ```xml
+        <link name="base"><visual><font>kept</font></visual></link>
+        ```
+        """)
+    assert blocks(page) == [
+        "```console\n$ fastapi dev main.py\n INFO  watching ['/app']\n```",
+        "```bash\nros2 run <package_name> <executable> > log.txt\n```",
+        '```xml\n<link name="base"><visual><font>kept</font></visual></link>\n```',
+    ]
+
+
+def test_html_abbreviations_keep_their_meaning_and_code_tags_become_backticks(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        # Data <dfn title="also known as: parsing">conversion</dfn>
+
+        Use an <abbr title="Object Relational Mapper">ORM</abbr> or <abbr title="greater than"><code>gt</code></abbr>.
+
+        | field | info |
+        |---|---|
+        | `contact` | <details><summary><code>contact</code> fields</summary><table><tr><td>name</td><td>str</td> |
+        """)
+    assert page.title == "Data conversion"
+    text = all_text(page)
+    assert "Use an ORM (Object Relational Mapper) or `gt` (greater than)." in text
+    assert "| `contact` | `contact` fields name str" in text
+    assert "<" not in text
+
+
+# -- mdBook ---------------------------------------------------------------------------------------------------
+
+
+def test_mdbook_include_inside_the_book_is_resolved_with_line_ranges_and_anchors(tmp_path):
+    book = write_book(tmp_path / "src", {
+        "listings/main.rs": """
+            fn main() {
+                // ANCHOR: body
+                let x = 1;
+                println!("{x}");
+                // ANCHOR_END: body
+            }
+            """,
+        "ch01.md": """
+            ```rust
+            {{#include listings/main.rs:body}}
+            ```
+
+            ```rust
+            {{#include listings/main.rs:1:3}}
+            ```
+
+            ```rust
+            {{#rustdoc_include listings/main.rs:4}}
+            ```
+
+            {{#playground listings/main.rs::1}}
+            """,
+    })
+    text = all_text(parse_page(book / "ch01.md", book))
+    assert text == (
+        '```rust\n    let x = 1;\n    println!("{x}");\n```\n\n'
+        "```rust\nfn main() {\n    let x = 1;\n```\n\n"
+        '```rust\n    println!("{x}");\n```\n\n'
+        "```rust\nfn main() {\n```"
+    )
+
+
+def test_mdbook_include_of_a_file_outside_the_book_is_dropped_with_its_empty_fence(tmp_path):
+    write_book(tmp_path / "listings", {"secret.rs": "fn leaked() {}"})
+    book = write_book(tmp_path / "src", {"ch01.md": """
+        Code below.
+
+        ```rust
+        {{#include ../listings/secret.rs}}
+        ```
+
+        {{#title Browser tab title}}
+        Literal \\{{#include example.rs}} text.
+        """})
+    assert blocks(parse_page(book / "ch01.md", book)) == ["Code below.", "Literal {{#include example.rs}} text."]
+
+
+def test_summary_md_is_the_table_of_contents_not_a_page(mdbook_src):
+    found = [p.relative_to(mdbook_src).as_posix() for p in find_pages(mdbook_src)]
+    assert "SUMMARY.md" not in found
+    assert "guide/ch02-01-setup.md" in found
+
+
+def test_page_without_h1_takes_its_title_from_summary_md(mdbook_src):
+    toc = toc_titles(mdbook_src)
+    assert toc == {
+        "intro.md": "Introduction", "guide/ch01-00-start.md": "Getting started",
+        "guide/ch02-01-setup.md": "Setup", "guide/config type.md": "The Config type",
+    }
+    setup = parse_page(mdbook_src / "guide/ch02-01-setup.md", mdbook_src, toc=toc)
+    assert setup.title == "Setup"
+    assert setup.sections[0].heading_path == ("Setup", "Installing the toolchain")
+    assert 'let port = open_serial_port("/dev/ttyACM0");' in setup.sections[0].text
+    assert parse_page(mdbook_src / "intro.md", mdbook_src, toc=toc).title == "Introduction"
+
+
+def test_h1_wins_over_the_table_of_contents(mdbook_src):
+    page = parse_page(mdbook_src / "guide/ch01-00-start.md", mdbook_src, toc=toc_titles(mdbook_src))
+    assert page.title == "Getting Started With the Controller"
+
+
+def test_page_without_h1_takes_its_title_from_mkdocs_nav_in_the_parent_folder(tmp_path):
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: Demo\n"
+        "markdown_extensions:\n"
+        "  - pymdownx.emoji:\n"
+        "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+        "extra:\n"
+        "  key: !ENV [ANALYTICS_KEY, none]\n"
+        "nav:\n"
+        "  - Home: index.md\n"
+        "  - User Guide:\n"
+        "      - Setup: guide/setup.md\n"
+        "      - guide/untitled.md\n"
+        "      - Deeper:\n"
+        "          - Tuning the loop: guide/tuning.md\n"
+        "  - Elsewhere: https://example.com/\n"
+    )
+    docs = write_book(tmp_path / "docs", {"guide/tuning.md": "## Gains\n\nText.\n", "guide/untitled.md": "Text.\n"})
+    toc = toc_titles(docs)
+    assert toc == {"index.md": "Home", "guide/setup.md": "Setup", "guide/tuning.md": "Tuning the loop"}
+    assert parse_page(docs / "guide/tuning.md", docs, toc=toc).title == "Tuning the loop"
+
+
+def test_title_falls_back_to_the_first_heading_of_any_level_then_the_file_name(tmp_path):
+    with_h2 = parse(tmp_path, "guide/ch02-01-setup.md", "Opening.\n\n## Setting up\n\nText.\n\n# Later H1\n")
+    with_h3 = parse(tmp_path, "guide/ch02-02-run.md", "### Running it { #run }\n\nText.\n")
+    assert with_h2.title == "Later H1"  # an H1 anywhere still wins
+    assert with_h3.title == "Running it"
+    assert [s.heading_path for s in with_h3.sections] == [("Running it",)]  # not ("Running it", "Running it")
+    assert parse(tmp_path, "guide/ch02-03-notes.md", "Only text.\n").title == "Ch02 03 notes"
+
+
+# -- hard-wrapped prose ---------------------------------------------------------------------------------------
+
+
+def test_wrapped_paragraph_joins_into_one_line_and_its_list_stays_one_item_a_line():
+    text = "The three steps below must run in order before\nthe controller starts:\n\n1. a\n2. b"
+    joined = "The three steps below must run in order before the controller starts:\n\n1. a\n2. b"
+    assert join_wrapped_lines(text) == joined
+
+
+def test_list_item_continuation_lines_join_their_item_but_a_new_item_does_not():
+    text = "- first item wrapped\n  onto two lines\n- second\n    1. nested item\n       continued\n* third"
+    assert join_wrapped_lines(text) == (
+        "- first item wrapped onto two lines\n- second\n    1. nested item continued\n* third"
+    )
+
+
+def test_code_tables_headings_and_html_lines_are_never_joined():
+    text = (
+        "Intro line\n```python\nx = 1\n  y = 2\n```\nAfter code\n# Heading\nunder it\n"
+        "| a | b |\n|---|---|\n| 1 | 2 |\n"
+        "name | value\n--- | ---\nk | v\n\n"
+        "<img src='x.png'>\nnext line\n\n    indented code\n    more code\n"
+    )
+    assert join_wrapped_lines(text) == text
+
+
+def test_blockquote_lines_join_within_one_depth_only():
+    text = "> quoted prose\n> wrapped here\n> > deeper\n> > still deeper\nlazy"
+    assert join_wrapped_lines(text) == "> quoted prose wrapped here\n> > deeper still deeper\nlazy"
+
+
+def test_hard_breaks_and_label_lines_keep_their_own_line():
+    text = "A break  \nnext\n\nA slash\\\nnext\n\n**Issue**: no power\nat all\n**Fix**: charge it\n\n✅ fast\n✅ safe"
+    assert join_wrapped_lines(text) == (
+        "A break\nnext\n\nA slash\nnext\n\n**Issue**: no power at all\n**Fix**: charge it\n\n✅ fast\n✅ safe"
+    )
+
+
+def test_wrapped_page_is_joined_at_ingest(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        # Wrapped
+
+        A paragraph that an editor
+        wrapped at a narrow
+        column.
+
+        ```text
+        code line one
+        code line two
+        ```
+        """)
+    assert page.sections[0].text == (
+        "A paragraph that an editor wrapped at a narrow column.\n\n```text\ncode line one\ncode line two\n```"
+    )
