@@ -226,6 +226,25 @@ def test_bundled_book_a_questions_load():
         assert missing == set()
 
 
+@pytest.mark.skipif(not BOOK_A.is_dir(), reason="the shared book A is not beside the project")
+def test_every_book_a_key_fact_is_in_its_gold_sources():
+    for q in load_questions(DATASETS / "physical-ai-book-a.csv"):
+        if not q.answerable:
+            assert not q.gold_sources and not q.key_facts, q.id
+            continue
+        source_text = " ".join((BOOK_A / g).read_text(encoding="utf-8") for g in q.gold_sources) + q.selected_text
+        assert all(fact_present(f, source_text) for f in q.key_facts), q.id
+
+
+def test_humanoid_primer_explicit_splits_keep_the_seeded_assignment_and_add_only_dev_rows():
+    """The explicit split column reproduces the seeded split of every original row; rows added later are dev only,
+    so no question ever moved into or out of test."""
+    questions = load_questions(DATASETS / "humanoid-primer.csv")
+    added = [q for q in questions if q.split != seeded_split(q.id)]
+    assert all(q.split == "dev" for q in added)
+    assert sum(q.split == "test" for q in questions) == 90
+
+
 FASTAPI = PROJECT_ROOT.parent / "shared" / "corpora" / "fastapi-tutorial"
 
 
