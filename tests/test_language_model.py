@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import socket
 
 import dspy
@@ -112,6 +113,17 @@ def test_credentials_in_the_api_base_url_never_appear_in_the_error(server, tmp_p
         ask(make_lm(hosted(tmp_path, lm_api_base=api_base, lm_retries=0)))
     assert "127.0.0.1" in str(caught.value)
     assert "hunter2-url-secret" not in str(caught.value) and "bookrag-user" not in str(caught.value)
+
+
+def test_basic_credentials_a_server_echoes_from_the_api_base_url_never_appear_in_the_error(server, tmp_path):
+    """The client sends the URL's userinfo as `Authorization: Basic base64(user:password)`; this server's 500 body
+    echoes that header."""
+    server.script = [(500, 0.0)]
+    api_base = f"http://bookrag-user:hunter2pass@127.0.0.1:{server.server_port}/v1"
+    with pytest.raises(AgentError) as caught:
+        ask(make_lm(hosted(tmp_path, lm_api_base=api_base, lm_retries=0)))
+    assert "failed for Basic ***" in str(caught.value)  # the echo is kept, masked...
+    assert base64.b64encode(b"bookrag-user:hunter2pass").decode() not in str(caught.value)  # ...its value is not
 
 
 def _closed_port() -> int:

@@ -15,7 +15,7 @@ from dspy.utils.exceptions import AdapterParseError, LMError
 
 from bookrag.config import Settings
 from bookrag.errors import AgentError, ConfigError
-from bookrag.redaction import mask_url, scrub
+from bookrag.redaction import mask_url, scrub, url_credentials
 from programs.lm.llama_cpp_engine import LlamaCppEngine
 from programs.lm.response_cache import ResponseCache
 
@@ -85,10 +85,12 @@ def lm_errors(parse_errors: bool = True):
         lm = dspy.settings.lm
         name = lm.model if lm is not None else exc.model  # as the user configured it, provider prefix included
         status = f", HTTP {exc.status}" if exc.status else ""
-        # The first paragraph is the provider's own words; lm15's "To fix" advice that follows is about lm15.
-        detail = scrub(" ".join(exc.message.split("\n\n")[0].split()))[:400]
-        if lm is not None and lm.kwargs.get("api_base"):  # say which server, without its credentials
-            detail += f" (server {mask_url(lm.kwargs['api_base'])})"
+        api_base = lm.kwargs.get("api_base") if lm is not None else None
+        # The first paragraph is the provider's own words; lm15's "To fix" advice that follows is about lm15. A
+        # server may echo the Authorization header, which carries the base URL's userinfo as Basic credentials.
+        detail = scrub(" ".join(exc.message.split("\n\n")[0].split()), url_credentials(api_base or ""))[:400]
+        if api_base:  # say which server, without its credentials
+            detail += f" (server {mask_url(api_base)})"
         if "timed out" in detail:  # lm15 advises its own Timeouts(read=...); the user's knob is the variable
             raise AgentError(f"Language model {name} timed out ({detail.split(';')[0]}): raise BOOKRAG_LM_TIMEOUT "
                              "(seconds per call) if the model needs longer") from None
