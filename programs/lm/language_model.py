@@ -11,7 +11,7 @@ from typing import Literal
 
 import dspy
 from dspy.clients import DISK_CACHE_LIMIT
-from dspy.utils.exceptions import AdapterParseError, LMError
+from dspy.utils.exceptions import AdapterParseError, LMConfigurationError, LMError
 
 from bookrag.config import Settings
 from bookrag.errors import AgentError, ConfigError
@@ -73,7 +73,9 @@ def configure_cache(settings: Settings) -> None:
 
 @contextmanager
 def lm_errors(parse_errors: bool = True):
-    """Turn a language-model failure (after DSPy's retries) into `AgentError`.
+    """Turn a language-model failure (after DSPy's retries) into `AgentError`, or `ConfigError` when the model is
+    misconfigured (a BOOKRAG_LOCAL_MODEL that is not a GGUF file, a missing packaged part): that is no run-time
+    failure, and retrying will not help.
 
     The message names the model and the kind of failure, never a key: providers
     may echo the Authorization header in their error bodies, so it is scrubbed,
@@ -82,6 +84,8 @@ def lm_errors(parse_errors: bool = True):
     try:
         yield
     except LMError as exc:
+        if isinstance(exc.__cause__, ConfigError):  # bookrag's own check inside the local engine: already clear
+            raise exc.__cause__ from None
         lm = dspy.settings.lm
         name = lm.model if lm is not None else exc.model  # as the user configured it, provider prefix included
         status = f", HTTP {exc.status}" if exc.status else ""
@@ -94,7 +98,8 @@ def lm_errors(parse_errors: bool = True):
         if "timed out" in detail:  # lm15 advises its own Timeouts(read=...); the user's knob is the variable
             raise AgentError(f"Language model {name} timed out ({detail.split(';')[0]}): raise BOOKRAG_LM_TIMEOUT "
                              "(seconds per call) if the model needs longer") from None
-        raise AgentError(f"Language model {name} failed ({exc.code}{status}): {detail}") from None
+        error = ConfigError if isinstance(exc, LMConfigurationError) else AgentError
+        raise error(f"Language model {name} failed ({exc.code}{status}): {detail}") from None
     except AdapterParseError as exc:
         if not parse_errors:
             raise
