@@ -165,6 +165,16 @@ def test_make_lm_turns_the_project_cache_on(server, tmp_path):
     assert len(server.requests) == 1
 
 
+def test_the_cache_on_disk_holds_no_credentials_of_the_api_base_and_is_private(server, tmp_path):
+    (tmp_path / "dspy-cache").mkdir(mode=0o755)  # a folder from before: made private too
+    api_base = f"http://bookrag-user:hunter2pass@127.0.0.1:{server.server_port}/v1"
+    assert ask(make_lm(hosted(tmp_path, lm_api_base=api_base))).answer == "Paris"
+    stored = b"".join(path.read_bytes() for path in (tmp_path / "dspy-cache").rglob("*") if path.is_file())
+    assert f"***@127.0.0.1:{server.server_port}".encode() in stored  # the response was written, its server masked
+    assert b"hunter2pass" not in stored and b"bookrag-user" not in stored
+    assert (tmp_path / "dspy-cache").stat().st_mode & 0o777 == 0o700
+
+
 def test_configure_cache_keeps_a_cache_already_in_that_folder(tmp_path):
     configure_cache(hosted(tmp_path))
     cache = dspy.cache

@@ -56,13 +56,15 @@ def lm_mode(lm: dspy.LM) -> Literal["local", "hosted"]:
 
 
 def configure_cache(settings: Settings) -> None:
-    """DSPy's response cache on disk under the project's data folder, not in ~/.dspy_cache.
+    """DSPy's response cache on disk under the project's data folder, not in ~/.dspy_cache; a private folder (0700),
+    since it holds the prompts and the answers.
 
     Idempotent: a cache already kept in that folder (and its in-memory entries) is left as it is.
     """
     if getattr(dspy.cache, "disk_cache_dir", None) == str(settings.dspy_cache):
         return
     settings.dspy_cache.mkdir(parents=True, exist_ok=True)
+    settings.dspy_cache.chmod(0o700)  # also a folder made before this rule, or by hand
     # Restricted unpickling: DSPy stores plain data (and LiteLLM types it trusts), so a
     # tampered cache file cannot run code and nothing is lost.
     cache = ResponseCache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(settings.dspy_cache),
