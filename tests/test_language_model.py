@@ -175,6 +175,54 @@ def test_the_cache_on_disk_holds_no_credentials_of_the_api_base_and_is_private(s
     assert (tmp_path / "dspy-cache").stat().st_mode & 0o777 == 0o700
 
 
+def test_another_server_with_the_same_model_string_is_asked_not_replayed_from_the_cache(server, tmp_path):
+    with serving(FakeOpenAI("[[ ## answer ## ]]\nLyon\n\n[[ ## completed ## ]]")) as other:
+        assert ask(make_lm(hosted(tmp_path, server))).answer == "Paris"
+        assert ask(make_lm(hosted(tmp_path, other))).answer == "Lyon"  # the same cache folder, another server
+    assert len(server.requests) == len(other.requests) == 1
+
+
+def test_the_same_server_with_other_credentials_reuses_its_cached_answers(server, tmp_path):
+    """The key holds the server without its userinfo: a changed password changes no answer (and the key, though a
+    hash, is made of nothing secret)."""
+    for password in ("first-password", "second-password"):
+        api_base = f"http://bookrag-user:{password}@127.0.0.1:{server.server_port}/v1"
+        assert ask(make_lm(hosted(tmp_path, lm_api_base=api_base))).answer == "Paris"
+    assert len(server.requests) == 1
+
+
+def test_another_token_cap_or_temperature_is_asked_not_replayed_from_the_cache(server, tmp_path):
+    lm = make_lm(hosted(tmp_path, server, lm_max_tokens=100))
+    for variant in (lm, make_lm(hosted(tmp_path, server, lm_max_tokens=200)), lm.copy(temperature=0.7)):
+        assert ask(variant).answer == "Paris"
+    assert [body["max_tokens"] for body in server.requests] == [100, 200, 100]
+    assert server.requests[-1]["temperature"] == 0.7
+
+
+def local_cache_key(tmp_path, gguf) -> str:
+    """The key DSPy's cache files a local model's answer to the same prompt under (no model loads)."""
+    from dspy.clients.execution import IGNORED_CACHE_KEYS, prepare
+
+    lm = make_lm(Settings(data_dir=tmp_path, local_model=gguf))
+    call = prepare(lm, None, [{"role": "user", "content": "What is the capital of France?"}], {})
+    return dspy.cache.cache_key(call.key(lm, False), IGNORED_CACHE_KEYS)
+
+
+def test_another_local_gguf_never_shares_the_cached_answers_of_the_first(tmp_path):
+    """BOOKRAG_LOCAL_MODEL pointing at another file of the same name (the model string is `local/<stem>` for both),
+    or the same file replaced by another model, is another key; the same file is the same key."""
+    first, second = tmp_path / "a" / "model.gguf", tmp_path / "b" / "model.gguf"
+    for path, content in ((first, b"GGUF one"), (second, b"GGUF two")):
+        path.parent.mkdir()
+        path.write_bytes(content)
+    key = local_cache_key(tmp_path, first)
+    assert local_cache_key(tmp_path, first) == key
+    assert local_cache_key(tmp_path, second) != key
+    first.write_bytes(b"GGUF one, re-quantized")
+    assert local_cache_key(tmp_path, first) != key
+    assert local_cache_key(tmp_path, None) not in (key, local_cache_key(tmp_path, second))  # the packaged model
+
+
 def test_configure_cache_keeps_a_cache_already_in_that_folder(tmp_path):
     configure_cache(hosted(tmp_path))
     cache = dspy.cache

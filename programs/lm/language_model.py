@@ -32,9 +32,11 @@ def make_lm(settings: Settings) -> dspy.LM:
     if settings.lm == "local":
         engine = LlamaCppEngine(settings.local_model, settings.data_dir / "models", max_tokens=settings.lm_max_tokens,
                                 n_threads=settings.lm_threads)
-        # In-process failures are not transient: nothing to retry.
+        # In-process failures are not transient: nothing to retry. DSPy keys its cache by the call's arguments, and
+        # the model string names the file only by its stem: the metadata tag (which the engine ignores) keys the
+        # answers by the GGUF itself, so another model file never replays this one's answers.
         return dspy.LM(f"local/{engine.name}", engine=engine, max_tokens=settings.lm_max_tokens, num_retries=0,
-                       temperature=0.0)
+                       temperature=0.0, metadata={"gguf": engine.identity})
     # An OpenAI-compatible server (llama.cpp, vLLM, Ollama) goes through LiteLLM's route, which spells the token cap
     # `max_tokens`: DSPy's native route sends `max_completion_tokens`, which llama.cpp's server ignores (an
     # uncapped answer ran to 6,928 tokens).

@@ -6,6 +6,10 @@ the adapter calls `forget_last_reply()` when that reply cannot be parsed, so the
 
 LiteLLM keeps the call's `api_base`, `user:password@` included, in each response's `_hidden_params`; the cache
 stores a copy with those scrubbed.
+
+DSPy's key leaves the server (`api_base`) out, so switching BOOKRAG_LM_API_BASE to another server with the same model
+string replayed the first server's answers. `ResponseCache` keys by the server too, without its credentials.
+(Temperature, the token cap and the local model's GGUF, `make_lm`'s `metadata`, are request arguments DSPy keys by.)
 """
 
 from __future__ import annotations
@@ -16,13 +20,23 @@ from typing import Any
 
 from dspy.clients.cache import Cache
 
-from bookrag.redaction import scrub
+from bookrag.redaction import mask_url, scrub
+
+_SERVER_ARGS = ("api_base", "base_url")
 
 
 class ResponseCache(Cache):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._last = threading.local()
+
+    def cache_key(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> str:
+        """DSPy's key, with the server in it; the server without its credentials (a new password changes no
+        answer)."""
+        servers = {name: mask_url(str(request[name])) for name in _SERVER_ARGS if request.get(name)}
+        request = {name: value for name, value in request.items() if name not in _SERVER_ARGS} | servers
+        ignored = [name for name in ignored_args_for_cache_key or () if name not in _SERVER_ARGS]
+        return super().cache_key(request, ignored)
 
     def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> Any:
         self._remember(request, ignored_args_for_cache_key)
