@@ -96,6 +96,22 @@ def test_persistent_server_error_becomes_agent_error(server, tmp_path):
     assert "500" in str(caught.value)
 
 
+@pytest.mark.parametrize("fault, kind", [
+    ("nothing listening", "connection refused"),
+    ("an HTML page with 200", "the reply is not JSON"),
+    ("500", "server, HTTP 500"),
+])
+def test_the_error_says_what_happened_not_http_500_for_every_fault(server, tmp_path, fault, kind):
+    """LiteLLM reports the first two as HTTP 500 too, which no server sent."""
+    api_base = f"http://127.0.0.1:{_closed_port()}/v1" if fault == "nothing listening" else server.api_base
+    server.html = "<html><body>Welcome to nginx!</body></html>" if fault.startswith("an HTML") else None
+    server.script = [(500, 0.0)] if fault == "500" else []
+    with pytest.raises(AgentError) as caught:
+        ask(make_lm(hosted(tmp_path, lm_api_base=api_base, lm_retries=0)))
+    assert f"Language model openai/fake-model failed ({kind}): " in str(caught.value)
+    assert ("HTTP 500" in str(caught.value)) is (fault == "500")
+
+
 def test_timeout_becomes_agent_error_naming_the_variable_that_raises_it(server, tmp_path):
     server.script = [(200, 3.0)]
     with pytest.raises(AgentError, match="openai/fake-model timed out") as caught:

@@ -6,6 +6,7 @@ then run the program inside `with dspy.context(lm=lm), lm_errors():` so a failin
 
 from __future__ import annotations
 
+import socket
 from contextlib import contextmanager
 from typing import Literal
 
@@ -92,7 +93,6 @@ def lm_errors(parse_errors: bool = True):
             raise exc.__cause__ from None
         lm = dspy.settings.lm
         name = lm.model if lm is not None else exc.model  # as the user configured it, provider prefix included
-        status = f", HTTP {exc.status}" if exc.status else ""
         api_base = lm.kwargs.get("api_base") if lm is not None else None
         # The first paragraph is the provider's own words; lm15's "To fix" advice that follows is about lm15. A
         # server may echo the Authorization header, which carries the base URL's userinfo as Basic credentials.
@@ -103,13 +103,40 @@ def lm_errors(parse_errors: bool = True):
             raise AgentError(f"Language model {name} timed out ({detail.split(';')[0]}): raise BOOKRAG_LM_TIMEOUT "
                              "(seconds per call) if the model needs longer") from None
         error = ConfigError if isinstance(exc, LMConfigurationError) else AgentError
-        raise error(f"Language model {name} failed ({exc.code}{status}): {detail}") from None
+        raise error(f"Language model {name} failed ({_what_failed(exc)}): {detail}") from None
     except AdapterParseError as exc:
         if not parse_errors:
             raise
         name = _current_model()
         fields = ", ".join(exc.signature.output_fields)
         raise AgentError(f"Language model {name} replied without the expected fields ({fields})") from None
+
+
+# LiteLLM's words for a 200 reply whose body is not a chat completion (a proxy's HTML page); its error carries no
+# response to tell it by.
+_NOT_JSON = "Empty or invalid response from LLM endpoint"
+
+
+def _what_failed(exc: LMError) -> str:
+    """The kind of failure, as it happened: LiteLLM reports a refused connection and a reply that is not JSON as a
+    server error, HTTP 500, which no server sent."""
+    causes = _causes(exc)
+    if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
+        return "connection refused"
+    if any(isinstance(cause, ConnectionError | socket.gaierror) for cause in causes):
+        return "cannot connect"
+    if _NOT_JSON in exc.message:
+        return "the reply is not JSON"
+    return f"{exc.code}, HTTP {exc.status}" if exc.status else exc.code
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and the exceptions it was raised from, innermost last."""
+    chain = []
+    while exc is not None and exc not in chain:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return chain
 
 
 def _current_model() -> str:
