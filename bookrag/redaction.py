@@ -41,9 +41,9 @@ def url_credentials(text: str) -> list[str]:
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` without the given secrets, the values of secret-looking environment variables (names holding KEY,
-    TOKEN, SECRET or PASSWORD) and the credentials in URLs of any variable — each also base64- and URL-encoded, as
-    headers and query strings carry them; values of 8+ characters — nor bearer tokens, Basic credentials and URL
-    userinfo."""
+    TOKEN, SECRET or PASSWORD) and the credentials in URLs of any variable (values of 8+ characters; each also
+    base64- and URL-encoded, as headers and query strings carry them), and without bearer tokens, Basic credentials
+    or URL userinfo."""
     values = {v for v in (*secrets, *_environment_secrets()) if v and len(v) >= _MIN_SECRET}
     for form in sorted({form for value in values for form in _encoded_forms(value)}, key=len, reverse=True):
         text = text.replace(form, MASK)
