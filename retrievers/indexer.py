@@ -78,11 +78,11 @@ def read_book(book_dir: Path, settings: Settings) -> tuple[list[Chunk], list[Boo
 
 def _no_text(book_dir: Path, n_files: int, errors: list[BookFileError]) -> str:
     unreadable = ", ".join(f"{e.source}: {e.reason}" for e in errors[:3]) + (", ..." if len(errors) > 3 else "")
-    why = f"{n_files - len(errors)} hold no text"
+    why = [f"{n_files - len(errors)} hold no text"] if n_files > len(errors) else []
     if errors:
-        why += f", {len(errors)} could not be read ({unreadable})"
-    return (f"no text to index in {book_dir}: of its {n_files} .md/.mdx file(s), {why}; add text to the pages, or "
-            "pass the folder that holds the book")
+        why.append(f"{len(errors)} could not be read ({unreadable})")
+    return (f"no text to index in {book_dir}: of its {n_files} .md/.mdx file(s), {', '.join(why)}; add text to the "
+            "pages, or pass the folder that holds the book")
 
 
 class Indexer:

@@ -406,6 +406,18 @@ def test_cli_exits_4_naming_an_unusable_book_folder(tmp_path, case):
     assert ("does not exist" in result.stderr) is (case == "missing")
 
 
+def test_a_book_whose_every_page_is_unreadable_is_a_bad_argument_naming_them(settings, tmp_path):
+    from bookrag.errors import BadArgumentError
+
+    book = tmp_path / "binary-book"
+    book.mkdir()
+    for name in ("a.md", "b.mdx"):
+        (book / name).write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    with pytest.raises(BadArgumentError, match=r"of its 2 .md/.mdx file\(s\), 2 could not be read \(a.md: not UTF-8 "
+                                               r"text .*b.mdx: not UTF-8 text"):
+        ingest(settings, book)
+
+
 def test_cli_exits_4_when_no_page_holds_text_naming_the_unreadable_ones(tmp_path):
     """Two empty pages and a binary file named .md: nothing to index is a failure, not an empty success."""
     folder = tmp_path / "book-no-text"
