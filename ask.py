@@ -25,7 +25,7 @@ from bookrag.cli import (
     run,
     setup_logging,
 )
-from bookrag.config import BUNDLED_BOOK, ExpandMode
+from bookrag.config import BUNDLED_BOOK, MAX_TOP_K, ExpandMode
 from bookrag.errors import BookragError
 
 # The seed's contract for the bundled book: (question, a fact the answer must contain), or None = must refuse.
@@ -54,7 +54,8 @@ CHAT_EXIT = {"/exit", "/quit", "exit", "quit", ":q"}
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description="Ask questions about a Markdown book; answers cite its sections.")
     parser.add_argument("question", nargs="?", help="the question (none: interactive chat)")
-    parser.add_argument("--top-k", type=int, help="passages retrieved per question (default: BOOKRAG_TOP_K or 5)")
+    parser.add_argument("--top-k", type=int, help=f"passages retrieved per question, 1 to {MAX_TOP_K} (default: "
+                                                  "BOOKRAG_TOP_K or 5)")
     parser.add_argument("--module", help="search only this module, named as in citations (e.g. ros2 for 01-ros2/)")
     parser.add_argument("--program", type=Path, help="compiled program folder (default: artifacts/<book>/ if any)")
     parser.add_argument("--expand", choices=list(ExpandMode),
@@ -65,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chat", action="store_true", help="interactive multi-turn chat")
     parser.add_argument("--validate", action="store_true", help="run the built-in check on the bundled book")
     args = parser.parse_args(argv)
-    if args.top_k is not None and args.top_k < 1:
-        parser.error("--top-k must be at least 1")
+    if args.top_k is not None and not 1 <= args.top_k <= MAX_TOP_K:
+        parser.error(f"--top-k must be between 1 and {MAX_TOP_K}, got {args.top_k}: each passage is sent to the LM")
     if args.question is not None and not args.question.strip():
         parser.error("the question is empty")
     if args.validate and (args.question or args.chat or args.module or args.book):

@@ -24,6 +24,9 @@ REFUSAL_MESSAGE = "I couldn't find information about that in the book."
 SELECTION_REFUSAL_MESSAGE = (
     "I can only answer based on the selected text, and the answer is not present there."
 )
+# Passages per question, at most: every one is sent to the LM, and more than this is most of a book on every call
+# (`--top-k 10000` sent all 158 passages of the bundled book, 125 KB, to a hosted model).
+MAX_TOP_K = 50
 
 
 class AnswerMode(StrEnum):
@@ -110,6 +113,10 @@ def _above(low: float):
     return lambda value: None if value > low else f"must be more than {low}, got {value}"
 
 
+def _between(low: int, high: int):
+    return lambda value: None if low <= value <= high else f"must be between {low} and {high}, got {value}"
+
+
 def _one_of(*choices: str):
     listed = f"{', '.join(choices[:-1])} or {choices[-1]}"
     return lambda value: None if value in choices else f"must be {listed}, got {value!r}"
@@ -154,7 +161,7 @@ VARIABLES = (
     Variable("QDRANT_API_KEY", "qdrant_api_key", Secret),
     Variable("QDRANT_HOST", "qdrant_host"),
     Variable("QDRANT_PORT", "qdrant_port", **_NUMBER, check=_at_least(1)),
-    Variable("BOOKRAG_TOP_K", "top_k", **_NUMBER, check=_at_least(1)),
+    Variable("BOOKRAG_TOP_K", "top_k", **_NUMBER, check=_between(1, MAX_TOP_K)),
     Variable("BOOKRAG_LM", "lm", check=_lm_string),
     Variable("BOOKRAG_LM_MAX_TOKENS", "lm_max_tokens", **_NUMBER, check=_at_least(1)),
     Variable("BOOKRAG_LM_TIMEOUT", "lm_timeout", **_SECONDS, check=_above(0)),

@@ -52,7 +52,8 @@ class IngestReport:
 
 
 def read_book(book_dir: Path, settings: Settings) -> tuple[list[Chunk], list[BookFileError], int]:
-    """(chunks, per-file errors, number of Markdown files). An unusable folder raises BadArgumentError."""
+    """(chunks, per-file errors, number of Markdown files). An unusable folder, or one whose pages hold no text to
+    index, raises BadArgumentError."""
     book_dir = Path(book_dir)
     if book_dir.exists() and not book_dir.is_dir():
         raise BadArgumentError(f"{book_dir} is not a folder: pass the folder that holds the .md/.mdx files")
@@ -70,7 +71,18 @@ def read_book(book_dir: Path, settings: Settings) -> tuple[list[Chunk], list[Boo
             errors.append(exc)
             continue
         chunks.extend(chunk_page(page, settings.chunk_tokens, settings.chunk_overlap))
+    if not chunks:  # an index of nothing would answer every question with a refusal, and the ingest "succeed"
+        raise BadArgumentError(_no_text(book_dir, len(paths), errors))
     return chunks, errors, len(paths)
+
+
+def _no_text(book_dir: Path, n_files: int, errors: list[BookFileError]) -> str:
+    unreadable = ", ".join(f"{e.source}: {e.reason}" for e in errors[:3]) + (", ..." if len(errors) > 3 else "")
+    why = [f"{n_files - len(errors)} hold no text"] if n_files > len(errors) else []
+    if errors:
+        why.append(f"{len(errors)} could not be read ({unreadable})")
+    return (f"no text to index in {book_dir}: of its {n_files} .md/.mdx file(s), {', '.join(why)}; add text to the "
+            "pages, or pass the folder that holds the book")
 
 
 class Indexer:

@@ -19,6 +19,7 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.script: list[tuple[int, float]] = []
         self.requests: list[dict] = []
         self.content = content
+        self.html: str | None = None  # when set, a 200 reply is this page instead of JSON (a proxy's error page)
         self.delay = 0.0  # seconds before every unscripted reply: a provider's latency
         self.released = threading.Event()  # cuts a slow reply short at teardown
         self.in_flight = self.max_in_flight = 0  # requests being answered at once, and the most seen
@@ -50,6 +51,9 @@ class _Handler(BaseHTTPRequestHandler):
                 server.in_flight -= 1
 
     def _reply(self, server: FakeOpenAI, body: dict, status: int) -> None:
+        if status == 200 and server.html is not None:
+            self._send(status, server.html.encode(), "text/html")
+            return
         if status == 200:
             reply = {
                 "id": "chatcmpl-1",
@@ -73,9 +77,11 @@ class _Handler(BaseHTTPRequestHandler):
                     "type": "server_error",
                 }
             }
-        data = json.dumps(reply).encode()
+        self._send(status, json.dumps(reply).encode(), "application/json")
+
+    def _send(self, status: int, data: bytes, content_type: str) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Retry-After", "0")  # keeps DSPy's retries instant
         self.end_headers()

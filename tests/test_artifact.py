@@ -93,6 +93,19 @@ def test_the_default_artifact_is_restored_after_a_kill_between_the_renames(small
     assert read_manifest(artifact)["collection"] == small_index.collection
 
 
+@pytest.mark.parametrize("left", [[PROGRAM_FILE], []], ids=["program-only", "empty"])
+def test_a_default_artifact_folder_without_its_manifest_is_an_error_not_passed_over(small_index, artifact, left):
+    """ask.py and evaluate.py would otherwise run the uncompiled program without a word, even with --verbose."""
+    (artifact / MANIFEST_FILE).unlink()
+    for name in {PROGRAM_FILE} - set(left):
+        (artifact / name).unlink()
+    settings = small_index.settings.replace(artifacts_dir=artifact.parent)
+    with pytest.raises(ArtifactError, match=f"{artifact / MANIFEST_FILE} is missing: .*recompile with `python "
+                                            f"optimize.py`, or remove {artifact} to run the uncompiled program"):
+        default_artifact(settings, small_index.book_dir.with_name(artifact.name))
+    assert default_artifact(settings, small_index.book_dir.with_name("never-compiled")) is None
+
+
 def test_the_next_write_cleans_what_killed_writes_left_behind(small_index, artifact):
     """A kill between the renames leaves `.old-*` (and no artifact); a kill mid-save leaves `.writing-*`."""
     artifact.rename(artifact.with_name(f".{artifact.name}.old-deadbeef"))

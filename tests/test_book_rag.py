@@ -360,6 +360,13 @@ def test_empty_query_is_rejected(make, query):
         make(answer_mode="extractive").ask(query)
 
 
+@pytest.mark.parametrize("top_k", [0, 51, 10_000])
+def test_a_top_k_outside_1_to_50_is_rejected_before_any_search(make, top_k):
+    """Every passage goes to the LM: 10,000 would send the whole book, every question."""
+    with pytest.raises(ValueError, match=f"top_k must be between 1 and 50, got {top_k}"):
+        make(answer_mode="extractive").ask("How tall is Quillon the teaching robot?", top_k=top_k)
+
+
 def test_long_query_is_truncated_with_a_warning(make, caplog):
     query = "How tall is Quillon the teaching robot? " + " ".join(["robot"] * 600)
     with caplog.at_level(logging.WARNING, logger="programs.rag.book_rag"):

@@ -94,6 +94,17 @@ def test_a_read_only_data_folder_exits_2_naming_it(tmp_path, book, script):
     assert f"BOOKRAG_DATA_DIR {data} is read-only" in stderr
 
 
+def test_a_default_artifact_without_its_manifest_exits_2_before_anything_is_indexed(tmp_path, book):
+    """As `--program` on the same folder does, not a silent zero-shot answer."""
+    default = tmp_path / "artifacts" / "book"
+    default.mkdir(parents=True)
+    (default / "program.json").write_text("{}")
+    stderr = one_line_error(run_script("ask.py", "What is a node?", "--book", book, cwd=tmp_path,
+                                       env=env_for(tmp_path)), 2)
+    assert f"error: {default / 'manifest.json'} is missing: {default}, the compiled program used by default" in stderr
+    assert not (tmp_path / "data" / "qdrant").exists()
+
+
 def test_an_embedding_cache_that_cannot_be_opened_exits_3_naming_it(tmp_path, book):
     """The sqlite error the issue met in a read-only folder, made without permissions: a folder where the file
     belongs."""

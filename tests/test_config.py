@@ -47,6 +47,14 @@ def test_invalid_value_is_a_config_error_naming_the_variable(name, value):
         Settings.from_env({name: value})
 
 
+@pytest.mark.parametrize("value, problem", [("51", "must be between 1 and 50, got 51"),
+                                            ("0", "must be between 1 and 50, got 0")])
+def test_top_k_outside_its_documented_range_is_a_config_error(value, problem):
+    assert Settings.from_env({"BOOKRAG_TOP_K": "50"}).top_k == 50
+    with pytest.raises(ConfigError, match=f"BOOKRAG_TOP_K {problem}"):
+        Settings.from_env({"BOOKRAG_TOP_K": value})
+
+
 @pytest.mark.parametrize("field, name", [("lm_threads", "BOOKRAG_LM_THREADS"), ("lm_retries", "BOOKRAG_LM_RETRIES"),
                                          ("lm_timeout", "BOOKRAG_LM_TIMEOUT")])
 def test_values_from_flags_are_checked_too(field, name):

@@ -151,6 +151,18 @@ def test_ingest_of_a_missing_or_empty_folder_is_a_bad_argument(settings, tmp_pat
         ingest(settings, tmp_path / "empty")
 
 
+def test_a_book_whose_pages_hold_no_text_is_a_bad_argument_and_leaves_the_index_as_it_was(settings, small_book):
+    from bookrag.errors import BadArgumentError
+
+    _, before, _ = ingest(settings, small_book)
+    for page in small_book.rglob("*.md"):
+        page.write_text("" if page.name != "intro.md" else "---\ntitle: Welcome\n---\n\n   \n")
+    with pytest.raises(BadArgumentError, match=f"no text to index in {small_book}: of its 4 .md/.mdx file"):
+        ingest(settings, small_book)
+    with BookIndex(settings, small_book, embedder=FakeEmbedder()) as index:
+        assert {hit.id for hit in index.store.scan()} == set(before)  # an empty book is not a deletion
+
+
 # -- crash safety --------------------------------------------------------------------------------------------
 
 KILL_DRIVER = textwrap.dedent("""
@@ -392,6 +404,34 @@ def test_cli_exits_4_naming_an_unusable_book_folder(tmp_path, case):
     assert "Traceback" not in result.stderr
     assert ("is not a folder" in result.stderr) is (case == "file")
     assert ("does not exist" in result.stderr) is (case == "missing")
+
+
+def test_a_book_whose_every_page_is_unreadable_is_a_bad_argument_naming_them(settings, tmp_path):
+    from bookrag.errors import BadArgumentError
+
+    book = tmp_path / "binary-book"
+    book.mkdir()
+    for name in ("a.md", "b.mdx"):
+        (book / name).write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    with pytest.raises(BadArgumentError, match=r"of its 2 .md/.mdx file\(s\), 2 could not be read \(a.md: not UTF-8 "
+                                               r"text .*b.mdx: not UTF-8 text"):
+        ingest(settings, book)
+
+
+def test_cli_exits_4_when_no_page_holds_text_naming_the_unreadable_ones(tmp_path):
+    """Two empty pages and a binary file named .md: nothing to index is a failure, not an empty success."""
+    folder = tmp_path / "book-no-text"
+    folder.mkdir()
+    (folder / "a.md").write_text("")
+    (folder / "b.md").write_text("")
+    (folder / "bin.md").write_bytes(bytes(range(256)))
+    data = tmp_path / "data"
+    result = run_script("ingest.py", folder, cwd=tmp_path, env=clean_env(BOOKRAG_DATA_DIR=str(data)))
+    assert result.returncode == 4, result.stderr
+    assert result.stderr.startswith(f"error: no text to index in {folder}: of its 3 .md/.mdx file(s), 2 hold no "
+                                    "text, 1 could not be read (bin.md: not UTF-8 text")
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert not list(data.rglob("book-no-text*"))  # no empty collection left behind
 
 
 @pytest.mark.parametrize(("variable", "value", "message"), [

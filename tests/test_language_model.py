@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import socket
 
 import dspy
@@ -95,6 +96,22 @@ def test_persistent_server_error_becomes_agent_error(server, tmp_path):
     assert "500" in str(caught.value)
 
 
+@pytest.mark.parametrize("fault, kind", [
+    ("nothing listening", "connection refused"),
+    ("an HTML page with 200", "the reply is not JSON"),
+    ("500", "server, HTTP 500"),
+])
+def test_the_error_says_what_happened_not_http_500_for_every_fault(server, tmp_path, fault, kind):
+    """LiteLLM reports the first two as HTTP 500 too, which no server sent."""
+    api_base = f"http://127.0.0.1:{_closed_port()}/v1" if fault == "nothing listening" else server.api_base
+    server.html = "<html><body>Welcome to nginx!</body></html>" if fault.startswith("an HTML") else None
+    server.script = [(500, 0.0)] if fault == "500" else []
+    with pytest.raises(AgentError) as caught:
+        ask(make_lm(hosted(tmp_path, lm_api_base=api_base, lm_retries=0)))
+    assert f"Language model openai/fake-model failed ({kind}): " in str(caught.value)
+    assert ("HTTP 500" in str(caught.value)) is (fault == "500")
+
+
 def test_timeout_becomes_agent_error_naming_the_variable_that_raises_it(server, tmp_path):
     server.script = [(200, 3.0)]
     with pytest.raises(AgentError, match="openai/fake-model timed out") as caught:
@@ -112,6 +129,17 @@ def test_credentials_in_the_api_base_url_never_appear_in_the_error(server, tmp_p
         ask(make_lm(hosted(tmp_path, lm_api_base=api_base, lm_retries=0)))
     assert "127.0.0.1" in str(caught.value)
     assert "hunter2-url-secret" not in str(caught.value) and "bookrag-user" not in str(caught.value)
+
+
+def test_basic_credentials_a_server_echoes_from_the_api_base_url_never_appear_in_the_error(server, tmp_path):
+    """The client sends the URL's userinfo as `Authorization: Basic base64(user:password)`; this server's 500 body
+    echoes that header."""
+    server.script = [(500, 0.0)]
+    api_base = f"http://bookrag-user:hunter2pass@127.0.0.1:{server.server_port}/v1"
+    with pytest.raises(AgentError) as caught:
+        ask(make_lm(hosted(tmp_path, lm_api_base=api_base, lm_retries=0)))
+    assert "failed for Basic ***" in str(caught.value)  # the echo is kept, masked...
+    assert base64.b64encode(b"bookrag-user:hunter2pass").decode() not in str(caught.value)  # ...its value is not
 
 
 def _closed_port() -> int:
@@ -151,6 +179,64 @@ def test_make_lm_turns_the_project_cache_on(server, tmp_path):
     assert dspy.cache.disk_cache_dir == str(tmp_path / "dspy-cache")
     assert ask(lm).answer == ask(lm).answer == "Paris"
     assert len(server.requests) == 1
+
+
+def test_the_cache_on_disk_holds_no_credentials_of_the_api_base_and_is_private(server, tmp_path):
+    (tmp_path / "dspy-cache").mkdir(mode=0o755)  # a folder from before: made private too
+    api_base = f"http://bookrag-user:hunter2pass@127.0.0.1:{server.server_port}/v1"
+    assert ask(make_lm(hosted(tmp_path, lm_api_base=api_base))).answer == "Paris"
+    stored = b"".join(path.read_bytes() for path in (tmp_path / "dspy-cache").rglob("*") if path.is_file())
+    assert f"***@127.0.0.1:{server.server_port}".encode() in stored  # the response was written, its server masked
+    assert b"hunter2pass" not in stored and b"bookrag-user" not in stored
+    assert (tmp_path / "dspy-cache").stat().st_mode & 0o777 == 0o700
+
+
+def test_another_server_with_the_same_model_string_is_asked_not_replayed_from_the_cache(server, tmp_path):
+    with serving(FakeOpenAI("[[ ## answer ## ]]\nLyon\n\n[[ ## completed ## ]]")) as other:
+        assert ask(make_lm(hosted(tmp_path, server))).answer == "Paris"
+        assert ask(make_lm(hosted(tmp_path, other))).answer == "Lyon"  # the same cache folder, another server
+    assert len(server.requests) == len(other.requests) == 1
+
+
+def test_the_same_server_with_other_credentials_reuses_its_cached_answers(server, tmp_path):
+    """The key holds the server without its userinfo: a changed password changes no answer (and the key, though a
+    hash, is made of nothing secret)."""
+    for password in ("first-password", "second-password"):
+        api_base = f"http://bookrag-user:{password}@127.0.0.1:{server.server_port}/v1"
+        assert ask(make_lm(hosted(tmp_path, lm_api_base=api_base))).answer == "Paris"
+    assert len(server.requests) == 1
+
+
+def test_another_token_cap_or_temperature_is_asked_not_replayed_from_the_cache(server, tmp_path):
+    lm = make_lm(hosted(tmp_path, server, lm_max_tokens=100))
+    for variant in (lm, make_lm(hosted(tmp_path, server, lm_max_tokens=200)), lm.copy(temperature=0.7)):
+        assert ask(variant).answer == "Paris"
+    assert [body["max_tokens"] for body in server.requests] == [100, 200, 100]
+    assert server.requests[-1]["temperature"] == 0.7
+
+
+def local_cache_key(tmp_path, gguf) -> str:
+    """The key DSPy's cache files a local model's answer to the same prompt under (no model loads)."""
+    from dspy.clients.execution import IGNORED_CACHE_KEYS, prepare
+
+    lm = make_lm(Settings(data_dir=tmp_path, local_model=gguf))
+    call = prepare(lm, None, [{"role": "user", "content": "What is the capital of France?"}], {})
+    return dspy.cache.cache_key(call.key(lm, False), IGNORED_CACHE_KEYS)
+
+
+def test_another_local_gguf_never_shares_the_cached_answers_of_the_first(tmp_path):
+    """BOOKRAG_LOCAL_MODEL pointing at another file of the same name (the model string is `local/<stem>` for both),
+    or the same file replaced by another model, is another key; the same file is the same key."""
+    first, second = tmp_path / "a" / "model.gguf", tmp_path / "b" / "model.gguf"
+    for path, content in ((first, b"GGUF one"), (second, b"GGUF two")):
+        path.parent.mkdir()
+        path.write_bytes(content)
+    key = local_cache_key(tmp_path, first)
+    assert local_cache_key(tmp_path, first) == key
+    assert local_cache_key(tmp_path, second) != key
+    first.write_bytes(b"GGUF one, re-quantized")
+    assert local_cache_key(tmp_path, first) != key
+    assert local_cache_key(tmp_path, None) not in (key, local_cache_key(tmp_path, second))  # the packaged model
 
 
 def test_configure_cache_keeps_a_cache_already_in_that_folder(tmp_path):

@@ -15,7 +15,7 @@ from dspy.lm15 import Message, Request
 
 from bookrag.config import Settings
 from bookrag.errors import ConfigError
-from programs.lm.language_model import make_lm
+from programs.lm.language_model import lm_errors, make_lm
 from programs.lm.llama_cpp_engine import chat_messages
 from programs.lm.packaged_model import QWEN_CODER_1_5B, PackagedModel
 
@@ -93,10 +93,29 @@ def test_the_local_model_name_comes_from_the_gguf(tmp_path):
     assert own.model == "local/my-model.Q4"  # nothing loads until the first call
 
 
-def test_a_local_model_path_that_is_not_a_file_is_a_config_error(tmp_path):
-    lm = make_lm(Settings(data_dir=tmp_path, local_model=tmp_path / "missing.gguf"))
-    with pytest.raises(Exception, match="missing.gguf is not a file"):
+def call(lm) -> None:
+    with dspy.context(lm=lm), lm_errors():
         lm("Hi")
+
+
+@pytest.mark.parametrize("gguf, message", [
+    ("missing.gguf", "missing.gguf is not a file: point it at a .gguf model"),
+    pytest.param("notes.gguf", r"cannot load .*notes.gguf with llama.cpp .*is it a GGUF model\?", marks=needs_llama),
+])
+def test_a_local_model_that_is_not_a_gguf_file_is_a_configuration_error_not_a_run_time_one(tmp_path, gguf, message):
+    """Exit 2 (ConfigError), as the README's contract has it, not 3 (AgentError)."""
+    (tmp_path / "notes.gguf").write_text("not a model")
+    lm = make_lm(Settings(data_dir=tmp_path, local_model=tmp_path / gguf))
+    with pytest.raises(ConfigError, match=message) as caught:
+        call(lm)
+    assert caught.value.exit_code == 2
+
+
+@needs_llama
+def test_a_packaged_model_part_that_is_not_installed_is_a_configuration_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, QWEN_CODER_1_5B.package.format(n=1), None)  # `import` of it fails
+    with pytest.raises(ConfigError, match="is not installed: run `pip install -e .`"):
+        call(make_lm(Settings(data_dir=tmp_path)))  # data/models is empty: the GGUF would be assembled
 
 
 # -- the real model (slow: assembles 1.1 GB once into data/models, loads it, generates) ---------------------------
@@ -159,7 +178,7 @@ from pathlib import Path
 import dspy
 from dspy.clients.cache import Cache
 from bookrag.config import Settings
-from programs.lm.language_model import make_lm
+from programs.lm.language_model import lm_errors, make_lm
 lm = make_lm(Settings(data_dir=Path(sys.argv[1]), lm_max_tokens=2))
 dspy.cache = Cache(False, False, None)
 system = {"role": "system", "content": "You answer questions about a robotics textbook. " * 40}

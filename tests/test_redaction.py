@@ -44,3 +44,29 @@ def test_log_lines_and_their_tracebacks_are_scrubbed(monkeypatch):
     assert line.startswith("WARNING qdrant_client: retrying http://***@h:1")
     assert "ConnectionError" in line  # the traceback is kept...
     assert "pw-in-url" not in line and "qdrant-key-77e1d0" not in line  # ...without the secrets
+
+
+def test_scrub_masks_basic_credentials_but_not_the_word_basic_in_prose():
+    text = "echoed Authorization: Basic dXNlcjpodW50ZXIycGFzcw==; Basic authentication failed; Basic setup done"
+    assert scrub(text) == "echoed Authorization: Basic ***; Basic authentication failed; Basic setup done"
+
+
+@pytest.mark.parametrize("form", [
+    "cHJvdmlkZXIta2V5LTBhOWI4Yw==",  # base64, as a Basic header or a config dump carries it
+    "cHJvdmlkZXIta2V5LTBhOWI4Yw",  # base64 without its padding (JWT-style, URL-safe)
+    "provider-key-0a9b8c%2F%2B",  # URL-encoded, as a query string carries it
+])
+def test_scrub_masks_a_configured_secret_in_its_encoded_forms(monkeypatch, form):
+    secret = "provider-key-0a9b8c/+" if "%" in form else "provider-key-0a9b8c"
+    monkeypatch.setenv("SOME_PROVIDER_API_KEY", secret)
+    assert scrub(f"sent {form} to the server") == "sent *** to the server"
+    assert scrub(f"sent {form} to the server", [secret]) == "sent *** to the server"
+
+
+def test_scrub_masks_the_credentials_of_a_configured_url_in_every_form(monkeypatch):
+    """BOOKRAG_LM_API_BASE is no secret-looking name, but its userinfo is a secret: a server that echoes the
+    Authorization header shows it base64-encoded, a log line may show it decoded or percent-encoded."""
+    monkeypatch.setenv("BOOKRAG_LM_API_BASE", "http://bookrag-user:hunter2%2Fpass@127.0.0.1:8000/v1")
+    for shown in ("Ym9va3JhZy11c2VyOmh1bnRlcjIvcGFzcw==", "bookrag-user:hunter2/pass", "hunter2/pass",
+                  "hunter2%2Fpass"):
+        assert scrub(f"got {shown} back") == "got *** back"

@@ -152,17 +152,24 @@ def compiled_expansion(manifest: dict) -> str:
 
 
 def default_artifact(settings: Settings, book_dir: Path) -> Path | None:
-    """`artifacts/<book>/` when a program has been compiled for this book, else None."""
+    """`artifacts/<book>/` when a program has been compiled for this book, else None. A folder there without its
+    manifest is an error, as it is with --program: running the uncompiled program instead would hide it."""
     from bookrag.config import book_name
 
     default = settings.artifacts_dir / book_name(book_dir)
     restore_previous(default)
-    return default if (default / MANIFEST_FILE).is_file() else None
+    if not default.exists():
+        return None
+    if not (default / MANIFEST_FILE).is_file():
+        raise ArtifactError(f"{default / MANIFEST_FILE} is missing: {default}, the compiled program used by default "
+                            f"for this book, is incomplete; recompile with `python optimize.py`, or remove {default} "
+                            "to run the uncompiled program")
+    return default
 
 
 def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: Path | None = None,
                  zero_shot: bool = False, progress: bool | None = None, announce=print):
-    """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if compiled (unless `zero_shot`); else the
+    """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if there is one (unless `zero_shot`); else the
     zero-shot program. Indexes the book first if its collection is missing or its last ingest did not finish
     (after checking the artifact fits, so a mismatch embeds nothing), and says so."""
     from programs.rag.book_rag import BookRAG

@@ -6,16 +6,17 @@ then run the program inside `with dspy.context(lm=lm), lm_errors():` so a failin
 
 from __future__ import annotations
 
+import socket
 from contextlib import contextmanager
 from typing import Literal
 
 import dspy
 from dspy.clients import DISK_CACHE_LIMIT
-from dspy.utils.exceptions import AdapterParseError, LMError
+from dspy.utils.exceptions import AdapterParseError, LMConfigurationError, LMError
 
 from bookrag.config import Settings
 from bookrag.errors import AgentError, ConfigError
-from bookrag.redaction import mask_url, scrub
+from bookrag.redaction import mask_url, scrub, url_credentials
 from programs.lm.llama_cpp_engine import LlamaCppEngine
 from programs.lm.response_cache import ResponseCache
 
@@ -32,9 +33,11 @@ def make_lm(settings: Settings) -> dspy.LM:
     if settings.lm == "local":
         engine = LlamaCppEngine(settings.local_model, settings.data_dir / "models", max_tokens=settings.lm_max_tokens,
                                 n_threads=settings.lm_threads)
-        # In-process failures are not transient: nothing to retry.
+        # In-process failures are not transient: nothing to retry. DSPy keys its cache by the call's arguments, and
+        # the model string names the file only by its stem: the metadata tag (which the engine ignores) keys the
+        # answers by the GGUF itself, so another model file never replays this one's answers.
         return dspy.LM(f"local/{engine.name}", engine=engine, max_tokens=settings.lm_max_tokens, num_retries=0,
-                       temperature=0.0)
+                       temperature=0.0, metadata={"gguf": engine.identity})
     # An OpenAI-compatible server (llama.cpp, vLLM, Ollama) goes through LiteLLM's route, which spells the token cap
     # `max_tokens`: DSPy's native route sends `max_completion_tokens`, which llama.cpp's server ignores (an
     # uncapped answer ran to 6,928 tokens).
@@ -56,13 +59,15 @@ def lm_mode(lm: dspy.LM) -> Literal["local", "hosted"]:
 
 
 def configure_cache(settings: Settings) -> None:
-    """DSPy's response cache on disk under the project's data folder, not in ~/.dspy_cache.
+    """DSPy's response cache on disk under the project's data folder, not in ~/.dspy_cache; a private folder (0700),
+    since it holds the prompts and the answers.
 
     Idempotent: a cache already kept in that folder (and its in-memory entries) is left as it is.
     """
     if getattr(dspy.cache, "disk_cache_dir", None) == str(settings.dspy_cache):
         return
     settings.dspy_cache.mkdir(parents=True, exist_ok=True)
+    settings.dspy_cache.chmod(0o700)  # also a folder made before this rule, or by hand
     # Restricted unpickling: DSPy stores plain data (and LiteLLM types it trusts), so a
     # tampered cache file cannot run code and nothing is lost.
     cache = ResponseCache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(settings.dspy_cache),
@@ -73,7 +78,9 @@ def configure_cache(settings: Settings) -> None:
 
 @contextmanager
 def lm_errors(parse_errors: bool = True):
-    """Turn a language-model failure (after DSPy's retries) into `AgentError`.
+    """Turn a language-model failure (after DSPy's retries) into `AgentError`, or `ConfigError` when the model is
+    misconfigured (a BOOKRAG_LOCAL_MODEL that is not a GGUF file, a missing packaged part): that is no run-time
+    failure, and retrying will not help.
 
     The message names the model and the kind of failure, never a key: providers
     may echo the Authorization header in their error bodies, so it is scrubbed,
@@ -82,23 +89,54 @@ def lm_errors(parse_errors: bool = True):
     try:
         yield
     except LMError as exc:
+        if isinstance(exc.__cause__, ConfigError):  # bookrag's own check inside the local engine: already clear
+            raise exc.__cause__ from None
         lm = dspy.settings.lm
         name = lm.model if lm is not None else exc.model  # as the user configured it, provider prefix included
-        status = f", HTTP {exc.status}" if exc.status else ""
-        # The first paragraph is the provider's own words; lm15's "To fix" advice that follows is about lm15.
-        detail = scrub(" ".join(exc.message.split("\n\n")[0].split()))[:400]
-        if lm is not None and lm.kwargs.get("api_base"):  # say which server, without its credentials
-            detail += f" (server {mask_url(lm.kwargs['api_base'])})"
+        api_base = lm.kwargs.get("api_base") if lm is not None else None
+        # The first paragraph is the provider's own words; lm15's "To fix" advice that follows is about lm15. A
+        # server may echo the Authorization header, which carries the base URL's userinfo as Basic credentials.
+        detail = scrub(" ".join(exc.message.split("\n\n")[0].split()), url_credentials(api_base or ""))[:400]
+        if api_base:  # say which server, without its credentials
+            detail += f" (server {mask_url(api_base)})"
         if "timed out" in detail:  # lm15 advises its own Timeouts(read=...); the user's knob is the variable
             raise AgentError(f"Language model {name} timed out ({detail.split(';')[0]}): raise BOOKRAG_LM_TIMEOUT "
                              "(seconds per call) if the model needs longer") from None
-        raise AgentError(f"Language model {name} failed ({exc.code}{status}): {detail}") from None
+        error = ConfigError if isinstance(exc, LMConfigurationError) else AgentError
+        raise error(f"Language model {name} failed ({_what_failed(exc)}): {detail}") from None
     except AdapterParseError as exc:
         if not parse_errors:
             raise
         name = _current_model()
         fields = ", ".join(exc.signature.output_fields)
         raise AgentError(f"Language model {name} replied without the expected fields ({fields})") from None
+
+
+# LiteLLM's words for a 200 reply whose body is not a chat completion (a proxy's HTML page); its error carries no
+# response to tell it by.
+_NOT_JSON = "Empty or invalid response from LLM endpoint"
+
+
+def _what_failed(exc: LMError) -> str:
+    """The kind of failure, as it happened: LiteLLM reports a refused connection and a reply that is not JSON as a
+    server error, HTTP 500, which no server sent."""
+    causes = _causes(exc)
+    if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
+        return "connection refused"
+    if any(isinstance(cause, ConnectionError | socket.gaierror) for cause in causes):
+        return "cannot connect"
+    if _NOT_JSON in exc.message:
+        return "the reply is not JSON"
+    return f"{exc.code}, HTTP {exc.status}" if exc.status else exc.code
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and the exceptions it was raised from, innermost last."""
+    chain = []
+    while exc is not None and exc not in chain:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return chain
 
 
 def _current_model() -> str:

@@ -99,6 +99,18 @@ class LlamaCppEngine:
         return self.gguf.stem if self.gguf else QWEN_CODER_1_5B.name
 
     @property
+    def identity(self) -> str:
+        """The GGUF the answers come from: the packaged model by its checksum, a file of your own by its path, size and
+        modification time (hashing a GB at every start would cost seconds). Part of every cached answer's key."""
+        if self.gguf is None:
+            return f"sha256:{QWEN_CODER_1_5B.sha256}"
+        path = self.gguf.resolve()
+        if not path.is_file():
+            return str(path)  # the first call says it is not a file
+        stat = path.stat()
+        return f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+
+    @property
     def _key(self) -> tuple:
         """What the process-wide model is shared by (the packaged file's path, without assembling it)."""
         return str(self.gguf or self.models_dir / QWEN_CODER_1_5B.file_name), self.n_ctx, self.n_threads

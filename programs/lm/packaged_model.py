@@ -22,7 +22,7 @@ _CHUNK = 1 << 22
 
 @dataclass(frozen=True)
 class PackagedModel:
-    name: str  # the model's name in `dspy.LM("local/<name>")`, the cache key and the manifest
+    name: str  # the model's name in `dspy.LM("local/<name>")` and the manifest
     file_name: str
     package: str  # importable package name with `{n}` for the part number
     parts: int

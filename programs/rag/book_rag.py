@@ -15,7 +15,14 @@ import dspy
 from dspy.lm15 import Config, Message, Request
 from dspy.utils.exceptions import AdapterParseError
 
-from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, AnswerMode, ExpandMode, Settings
+from bookrag.config import (
+    MAX_TOP_K,
+    REFUSAL_MESSAGE,
+    SELECTION_REFUSAL_MESSAGE,
+    AnswerMode,
+    ExpandMode,
+    Settings,
+)
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode, make_lm
 from programs.rag.answer_with_citations import REASONING, AnswerWithCitations
@@ -201,8 +208,8 @@ class BookRAG(dspy.Module):
             selected_text: str | None = None) -> Response:
         if not query or not query.strip():
             raise ValueError("Query cannot be empty")
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        if top_k is not None and not 1 <= top_k <= MAX_TOP_K:
+            raise ValueError(f"top_k must be between 1 and {MAX_TOP_K}, got {top_k}")
         words = query.split()
         if len(words) > MAX_QUERY_WORDS:
             log.warning("query has %d words; keeping the first %d", len(words), MAX_QUERY_WORDS)
