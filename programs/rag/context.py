@@ -6,15 +6,15 @@ before it writes a word. The sentences that best match the question, within a wo
 an answer needs (`benchmarks/context_compression.py` measures the share of reference key facts present in the
 context, before and after). A sentence ranks by its words in common with the question (`scored_sentences`) plus
 its embedding's cosine to the question's, which finds "mass" for "weigh". A sentence that announces a list brings
-its items. Passages keep their retrieval numbers, so citations still name retrieved passages; a passage with no
-chosen sentence is left out.
+its items, a table row its header. Passages keep their retrieval numbers, so citations still name retrieved
+passages; a passage with no chosen sentence is left out.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from programs.rag.passage_sentences import LIST_ITEMS, Sentence, passage_sentences, scored_sentences
+from programs.rag.passage_sentences import Sentence, passage_sentences, scored_sentences
 from retrievers.passage import Passage
 
 # The local model's budget: ~350-430 prompt tokens, most key facts kept (benchmarks/context_compression.py).
@@ -50,22 +50,20 @@ class CompactContext:
         return "\n\n".join(blocks)
 
     def choose(self, question: str, passages: list[Passage]) -> list[Sentence]:
-        """The best-ranked sentences (a list's lead-in with its items) within the word budget, in book order;
-        a sentence repeated by overlapping chunks is kept once."""
+        """The best-ranked sentences, each with the sentences it needs (a list's lead-in its items, a table row its
+        header), within the word budget, in book order; a sentence repeated by overlapping chunks is kept once."""
         sentences = passage_sentences(passages)
         ranks = self.rank(question, sentences, passages)
-        following = {(s.number, s.index): s for s in sentences}
+        by_place = {(s.number, s.index): s for s in sentences}
         chosen: dict[Sentence, None] = {}
         seen: set[str] = set()
         words = 0
         for best in sorted(sentences, key=ranks.get, reverse=True):
             if words >= self.max_words:
                 break
-            group = [best] + ([following.get((best.number, best.index + i)) for i in range(1, LIST_ITEMS + 1)]
-                              if best.lead_in else [])
-            for s in group:
-                key = " ".join(s.text.lower().split()) if s else ""
-                if s is None or key in seen:
+            for s in [by_place[place] for place in best.needs if place in by_place] + [best]:
+                key = " ".join(s.text.lower().split())
+                if key in seen:
                     continue
                 if chosen and words + len(s.text.split()) > self.max_words:
                     break

@@ -2,14 +2,14 @@
 
 It cannot hallucinate: every sentence is quoted from a retrieved passage, and the citations are the passages
 the sentences came from. Sentences are ranked by `scored_sentences`. A sentence that announces a list
-(`The states are:`) brings the items after it, where the answer usually is.
+(`The states are:`) brings the items after it, where the answer usually is; a table row brings its header.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from programs.rag.passage_sentences import LIST_ITEMS, Sentence, scored_sentences
+from programs.rag.passage_sentences import Sentence, scored_sentences
 from programs.rag.query_terms import content_terms, term_set
 from retrievers.passage import Passage
 
@@ -42,9 +42,9 @@ class ExtractiveAnswer:
         )
 
     def _choose(self, units: list[Sentence], scores: dict[Sentence, float]) -> list[Sentence]:
-        """The best-scoring units within the budget, each list lead-in with its items; a sentence repeated by
-        overlapping chunks (or duplicated pages) is quoted once."""
-        after = {(u.number, u.index): u for u in units}
+        """The best-scoring units within the budget, each with the units it needs (a list lead-in its items, a table
+        row its header); a sentence repeated by overlapping chunks (or duplicated pages) is quoted once."""
+        by_place = {(u.number, u.index): u for u in units}
         chosen: list[Sentence] = []
         quoted: set[str] = set()
         words = 0
@@ -66,9 +66,8 @@ class ExtractiveAnswer:
             if not take(u):
                 continue
             picked += 1
-            for step in range(1, LIST_ITEMS + 1 if u.lead_in else 1):
-                item = after.get((u.number, u.index + step))
-                if item is None or not take(item):
+            for place in u.needs:
+                if place in by_place and not take(by_place[place]):
                     break
         return chosen
 

@@ -1,9 +1,10 @@
 """The sentences of retrieved passages, scored against a question: what the extractive answerer quotes and what
-the compact context keeps.
+the LM's context is made of.
 
-A unit is a sentence, list item or code line. Its score is the question's content words it contains, weighted
-by how rare each word is among the candidates, over the square root of its length, with a small preference for
-higher-ranked passages.
+A unit is a sentence, list item, table row or code line. Its score is the question's content words it contains,
+weighted by how rare each word is among the candidates, over the square root of its length, with a small
+preference for higher-ranked passages. A unit that cannot be read alone names the units it needs: a sentence
+announcing a list (`The states are:`) its items, a table row the table's header.
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ from dataclasses import dataclass
 from programs.rag.query_terms import content_terms, term_set
 from retrievers.passage import Passage
 
-_UNIT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])|\n+")
+_UNIT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])")
 _MARKUP = re.compile(r"^\s*(?:[-*+]|\d+\.|#+|>)\s+|\*\*|__|`")
+_TABLE_RULER = re.compile(r"^\s*\|?[\s:|-]+\|?\s*$")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+\S")
+# Fewer words than this read as fragments (a heading's echo, a lone brace); a list item is read whatever its length
+# ("- Fast DDS"), since a list's lead-in needs its items.
+MIN_SENTENCE_WORDS, MIN_CODE_WORDS = 3, 2
 # Measured on the train and dev questions of book A and the bundled book (benchmarks/offline_quality.py):
 QUESTION_WEIGHT = 0.3  # a question in the book (review exercises) shares the words but never holds the answer
 CODE_WEIGHT = 0.5  # code lines hold commands and values, but prose explains better when it matches as well
@@ -29,6 +35,7 @@ class Sentence:
     index: int  # position in its passage
     text: str
     code: bool
+    needs: tuple[tuple[int, int], ...] = ()  # (number, index) of the units it cannot be read without
 
     @property
     def lead_in(self) -> bool:
@@ -36,11 +43,7 @@ class Sentence:
 
 
 def passage_sentences(passages: list[Passage]) -> list[Sentence]:
-    return [
-        Sentence(number, index, text, code)
-        for number, passage in enumerate(passages, start=1)
-        for index, (text, code) in enumerate(_units(passage.text))
-    ]
+    return [sentence for number, passage in enumerate(passages, start=1) for sentence in _units(number, passage.text)]
 
 
 def scored_sentences(question: str, passages: list[Passage]) -> dict[Sentence, float]:
@@ -60,19 +63,39 @@ def scored_sentences(question: str, passages: list[Passage]) -> dict[Sentence, f
     return {s: score(s) for s in sentences}
 
 
-def _units(text: str) -> list[tuple[str, bool]]:
-    """(text, is code) for the sentences, list items and code lines of a passage, without Markdown markup;
-    fences and table rulers dropped."""
-    units, in_code = [], False
-    for raw in _UNIT_SPLIT.split(text):
-        line = raw.strip()
-        if line.startswith(("```", "~~~")):
+def _units(number: int, text: str) -> list[Sentence]:
+    """The sentences, list items, table rows and code lines of passage `number`, without Markdown markup; fences
+    and table rulers dropped. A lead-in needs the items after it, a table row its table's header."""
+    units: list[Sentence] = []
+    in_code, header = False, None
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
             in_code = not in_code
             continue
-        if not line or set(line) <= set("|-: "):
+        if in_code:
+            if len(stripped.split()) >= MIN_CODE_WORDS:
+                units.append(Sentence(number, len(units), stripped, True))
             continue
-        if not in_code:
-            line = _MARKUP.sub("", line).strip()
-        if len(line.split()) >= 3:
-            units.append((line, in_code))
-    return units
+        if stripped.startswith("|"):
+            if _TABLE_RULER.match(stripped):
+                continue
+            row = " | ".join(cell.strip() for cell in stripped.strip("|").split("|"))
+            if header is None:
+                header = len(units)
+                units.append(Sentence(number, header, _MARKUP.sub("", row).strip(), False))
+            else:
+                units.append(Sentence(number, len(units), _MARKUP.sub("", row).strip(), False, ((number, header),)))
+            continue
+        header = None
+        least = 1 if _LIST_ITEM.match(stripped) else MIN_SENTENCE_WORDS
+        for piece in _UNIT_SPLIT.split(stripped):
+            piece = _MARKUP.sub("", piece).strip()
+            if len(piece.split()) >= least:
+                units.append(Sentence(number, len(units), piece, False))
+    return [_with_items(u, units) if u.lead_in and not u.code else u for u in units]
+
+
+def _with_items(lead_in: Sentence, units: list[Sentence]) -> Sentence:
+    items = tuple((u.number, u.index) for u in units[lead_in.index + 1: lead_in.index + 1 + LIST_ITEMS])
+    return Sentence(lead_in.number, lead_in.index, lead_in.text, lead_in.code, lead_in.needs + items)
