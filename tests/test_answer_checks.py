@@ -1,7 +1,9 @@
 """`check_answer`: the checks after the LM, as one function of the answer, its citations, the passages and the
-question."""
+question. Each refusal reason has a case that trips it and a near case that passes."""
 
 from __future__ import annotations
+
+import pytest
 
 from programs.refusal.answer_checks import check_answer
 from programs.refusal.reasons import RefusalReason
@@ -13,37 +15,82 @@ def passage(text: str, n: int = 1) -> Passage:
                    url="")
 
 
-PASSAGES = [passage("Kestrel is 1.2 m tall.", 1), passage("Kestrel has a mass of 24 kg.", 2)]
+PASSAGES = [
+    passage("Kestrel is 1.2 m tall. Each leg has a knee that bends up to 2.35 rad.", 1),
+    passage("Kestrel has a mass of 24 kg. Start the simulator with `gz sim -r kestrel_lab.sdf` from the repo.\n"
+            "Build the docs with `cargo doc --open`.\nBuild the code with `cargo build --release`.", 2),
+    passage("| Stage | Budget |\n|---|---|\n| Speech recognition | 350 ms |\n| Planning | 900 ms |\n\n"
+            "The whole pipeline must answer within 2 s.", 3),
+]
+
+
+def check(question, answer, citations=(1,), **kwargs):
+    return check_answer(question, answer, list(citations), PASSAGES, **kwargs)
 
 
 def test_an_answer_held_by_its_cited_passage_passes_with_its_citations():
-    checked = check_answer("How tall is Kestrel?", "Kestrel is 1.2 m tall.", [1], PASSAGES)
+    checked = check("How tall is Kestrel?", "Kestrel is 1.2 m tall.")
     assert checked.passed and checked.citations == [1]
 
 
 def test_the_models_own_no_is_a_model_refusal():
-    assert check_answer("How tall?", "…", [1], PASSAGES, answerable=False).refusal is RefusalReason.MODEL
+    assert check("How tall?", "…", answerable=False).refusal is RefusalReason.MODEL
 
 
 def test_an_answer_citing_nothing_is_refused():
-    assert check_answer("How tall?", "1.2 m.", [], PASSAGES).refusal is RefusalReason.NO_CITATION
+    assert check("How tall is Kestrel?", "Kestrel is 1.2 m tall.", citations=()).refusal is RefusalReason.NO_CITATION
 
 
 def test_a_value_no_retrieved_passage_holds_is_an_unsupported_claim():
-    checked = check_answer("How tall is Kestrel?", "Kestrel is 1.5 m tall.", [1], PASSAGES)
-    assert checked.refusal is RefusalReason.UNSUPPORTED_CLAIM
+    assert check("How tall is Kestrel?", "Kestrel is 1.5 m tall.").refusal is RefusalReason.UNSUPPORTED_CLAIM
 
 
 def test_a_claim_held_by_an_uncited_passage_gets_that_passage_cited():
-    checked = check_answer("How heavy is Kestrel?", "Its mass is 24 kg.", [1], PASSAGES)
+    checked = check("What is Kestrel's mass?", "Its mass is 24 kg.")
     assert checked.passed and checked.citations == [1, 2]
 
 
+@pytest.mark.parametrize("answer", [
+    "Run `pip install kestrel-sim` first.",  # a package no page names
+    "Build and open the docs with `cargo build --open`.",  # two real commands combined into one no page shows
+    "Pass the --headless flag to gz sim.",
+])
+def test_a_command_no_retrieved_passage_shows_is_unsupported_code(answer):
+    assert check("How do I start the simulator?", answer, citations=(2,)).refusal is RefusalReason.UNSUPPORTED_CODE
+
+
+@pytest.mark.parametrize("answer", [
+    "Run `gz sim -r kestrel_lab.sdf` from the repo.",
+    "Use `cargo doc --open`, which builds and opens the docs.",
+    "Start the simulator with gz sim and the kestrel_lab.sdf world.",
+])
+def test_a_command_a_passage_shows_passes(answer):
+    assert check("How do I start the simulator and build the docs?", answer, citations=(2,)).passed
+
+
+def test_a_number_from_a_sentence_about_something_else_is_refused():
+    # 350 ms is in a retrieved passage, but in the speech-recognition row, not about the whole pipeline
+    checked = check("How long may the whole pipeline take?", "The whole pipeline may take 350 ms.", citations=(3,))
+    assert checked.refusal is RefusalReason.VALUE_OFF_SUBJECT
+    assert check("How long may the whole pipeline take?", "It must answer within 2 s.", citations=(3,)).passed
+
+
+def test_a_number_in_a_table_row_about_the_subject_passes_with_the_rows_header():
+    assert check("What is the budget of planning?", "Planning has a budget of 900 ms.", citations=(3,)).passed
+
+
+def test_a_number_the_question_states_may_be_repeated():
+    assert check("What bends up to 2.35 rad?", "The knee bends up to 2.35 rad.").passed
+
+
+def test_an_answer_from_memory_is_unsupported_content():
+    recipe = "Whisk flour, sugar, eggs and buttermilk, then fry spoonfuls in melted butter until golden."
+    assert check("How do I make pancakes?", recipe).refusal is RefusalReason.UNSUPPORTED_CONTENT
+
+
 def test_an_asked_number_that_the_answer_does_not_state_is_refused():
-    checked = check_answer("How tall is Kestrel?", "Kestrel is a teaching robot.", [1], PASSAGES)
-    assert checked.refusal is RefusalReason.NO_ASKED_VALUE
+    assert check("How tall is Kestrel?", "Kestrel is a teaching robot.").refusal is RefusalReason.NO_ASKED_VALUE
 
 
 def test_a_quoted_answer_is_only_checked_for_citations():
-    checked = check_answer("How tall is Kestrel?", "Kestrel is 9 m tall.", [1], PASSAGES, generated=False)
-    assert checked.passed
+    assert check("How tall is Kestrel?", "Kestrel is 9 m tall.", generated=False).passed

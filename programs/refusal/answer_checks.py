@@ -1,17 +1,24 @@
-"""The checks a written answer must pass before the user sees it: the LM's own verdict, a citation, and, for a
-generated answer, claims the retrieved passages hold and the kind of value the question asks for.
+"""The checks a written answer must pass before the user sees it, in order: the model's own verdict, a citation,
+claims the retrieved passages hold (numbers, versions and names), then the content checks: code the passages show,
+numbers that belong to the question's subject, words from the book rather than from memory, and the kind of value
+the question asks for.
 
 One function, `check_answer`, returns the citations to keep and the refusal reason, if any. A quoted (extractive)
 answer is the book's own sentences: it cannot state what the passages do not hold, so only its citations are checked.
+`CONTENT_CHECKS` are also run one by one by `benchmarks/answer_checks.py`, which measures what each costs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from programs.refusal.asked_value import asked_value
 from programs.refusal.claim_check import grounded_citations
+from programs.refusal.code_check import unsupported_code
+from programs.refusal.content_check import MIN_CONTENT_SUPPORT, content_support
 from programs.refusal.reasons import RefusalReason
+from programs.refusal.subject_check import values_off_subject
 from retrievers.passage import Passage
 
 # The kinds of asked value an answer must state. Not versions: a release is often a name ("Humble", "Harmonic").
@@ -28,6 +35,32 @@ class AnswerCheck:
         return self.refusal is None
 
 
+def _code_unsupported(question: str, answer: str, passages: list[Passage]) -> bool:
+    return bool(unsupported_code(answer, [p.cited_text for p in passages]))
+
+
+def _value_off_subject(question: str, answer: str, passages: list[Passage]) -> bool:
+    return bool(values_off_subject(answer, question, passages))
+
+
+def _content_unsupported(question: str, answer: str, passages: list[Passage]) -> bool:
+    return content_support(answer, question, [p.cited_text for p in passages]) < MIN_CONTENT_SUPPORT
+
+
+def _asked_value_missing(question: str, answer: str, passages: list[Passage]) -> bool:
+    # Asked for a price, a number or a date and wrote none: the passages did not hold it
+    asked = asked_value(question)
+    return bool(asked) and asked.kind in VALUE_ANSWERS and not asked.held_by(answer)
+
+
+CONTENT_CHECKS: tuple[tuple[RefusalReason, Callable[[str, str, list[Passage]], bool]], ...] = (
+    (RefusalReason.UNSUPPORTED_CODE, _code_unsupported),
+    (RefusalReason.VALUE_OFF_SUBJECT, _value_off_subject),
+    (RefusalReason.UNSUPPORTED_CONTENT, _content_unsupported),
+    (RefusalReason.NO_ASKED_VALUE, _asked_value_missing),
+)
+
+
 def check_answer(question: str, answer: str, citations: list[int], passages: list[Passage], *,
                  answerable: bool = True, generated: bool = True) -> AnswerCheck:
     """Keep the answer (with its citations, repaired) or name why it is refused."""
@@ -40,7 +73,5 @@ def check_answer(question: str, answer: str, citations: list[int], passages: lis
     grounded = grounded_citations(answer, [p.cited_text for p in passages], citations)
     if grounded is None:  # a number, version or name no retrieved passage holds: memory, or a guess
         return AnswerCheck([], RefusalReason.UNSUPPORTED_CLAIM)
-    if (asked := asked_value(question)) and asked.kind in VALUE_ANSWERS and not asked.held_by(answer):
-        # Asked for a price, a number or a date and wrote none: the passages did not hold it
-        return AnswerCheck([], RefusalReason.NO_ASKED_VALUE)
-    return AnswerCheck(grounded)
+    failed = next((reason for reason, fails in CONTENT_CHECKS if fails(question, answer, passages)), None)
+    return AnswerCheck([] if failed else grounded, failed)

@@ -44,8 +44,8 @@ class ClaimCheck:
         return not self.unsupported
 
 
-def check_claims(answer: str, passages: Iterable[str]) -> ClaimCheck:
-    """Which of the answer's numbers and names occur in `passages` (the texts of the passages it cites)."""
+def check_claims(answer: str, passages: Iterable[str], names: bool = True) -> ClaimCheck:
+    """Which of the answer's numbers and (with `names`) names occur in `passages` (the texts it cites)."""
     evidence = " ".join(passages)
     stated = _LIST_NUMBER.sub(" ", _CITATION.sub(" ", answer))
     numbers_in_evidence = set(_numbers(evidence))
@@ -57,7 +57,7 @@ def check_claims(answer: str, passages: Iterable[str]) -> ClaimCheck:
         if not ((value, unit) in numbers_in_evidence or (value, None) in numbers_in_evidence
                 or (unit is None and any(v == value for v, _ in numbers_in_evidence))):
             unsupported.append(claims[-1])
-    for name in name_terms(stated):
+    for name in name_terms(stated) if names else ():
         if name[0].isdigit():  # "1.2m", "24-kg": a number, checked above with its unit
             continue
         claims.append(name)

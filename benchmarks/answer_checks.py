@@ -1,0 +1,80 @@
+"""What each check after the LM costs and catches, on the generated answers of the labeled books.
+
+    python benchmarks/answer_checks.py [--splits dev] [--books bundled,book-a,fastapi] [--show]
+
+The program answers each question as `evaluate.py --zero-shot` does (the local model; DSPy's cache makes a rerun
+cheap). Each content check of `programs/refusal/answer_checks.py` is then run on its own, on every answer that
+passed the gate and the checks before it (the model's verdict, a citation, claims in a retrieved passage):
+
+- cost: right answers (every key fact present) the check alone would refuse: false refusals it adds;
+- catches: must-refuse questions the check alone refuses: answers it stops.
+
+A check earns its place when it catches more than it costs; the issue's bound is one point of false refusals each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from refusal_transfer import LABELED
+
+from bookrag.config import PROJECT_ROOT, Settings
+from bookrag.questions import load_questions
+from programs.evaluate.metrics import fact_present
+from programs.lm.language_model import make_lm
+from programs.rag.book_rag import BookRAG
+from programs.refusal.answer_checks import CONTENT_CHECKS
+from programs.refusal.claim_check import grounded_citations
+from retrievers import BookIndex
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--splits", default="dev", help="comma-separated splits (default dev)")
+    parser.add_argument("--books", default=",".join(LABELED), help=f"comma-separated, of {', '.join(LABELED)}")
+    parser.add_argument("--data-dir", type=Path, default=PROJECT_ROOT / "data")
+    parser.add_argument("--show", action="store_true", help="print each answer a check refuses")
+    args = parser.parse_args()
+    splits = {s.strip() for s in args.splits.split(",") if s.strip()}
+    for name in args.books.split(","):
+        book, questions_path = LABELED[name]
+        rows = [q for q in load_questions(questions_path) if q.split in splits and not q.selected_text]
+        settings = Settings(data_dir=args.data_dir, book_dir=book)
+        cost = {reason: [] for reason, _ in CONTENT_CHECKS}
+        catches = {reason: [] for reason, _ in CONTENT_CHECKS}
+        right = reached_refuse = 0
+        with BookIndex(settings, book) as index:
+            index.ingest(progress=False)
+            program = BookRAG.from_settings(settings, index, lm=make_lm(settings))
+            for q in rows:
+                query = program.standalone_query(q.question, q.history)
+                passages = program.retrieve(query, k=program.k)
+                if not program.gate(query, passages)[0]:
+                    continue
+                answer, citations, verdict, mode = program.write_answer(q.question, query, passages, q.history)
+                texts = [p.cited_text for p in passages]
+                if not (mode == "generated" and verdict and citations
+                        and grounded_citations(answer, texts, citations) is not None):
+                    continue
+                correct = q.answerable and all(fact_present(f, answer) for f in q.key_facts)
+                right += correct
+                reached_refuse += not q.answerable
+                for reason, fails in CONTENT_CHECKS:
+                    if fails(q.question, answer, passages) and (correct or not q.answerable):
+                        (cost if correct else catches)[reason].append(q.id)
+                        if args.show:
+                            print(f"  {reason} {'COST' if correct else 'catch'} {q.id}: {answer}")
+        n_answerable = sum(q.answerable for q in rows)
+        print(f"{name} ({', '.join(sorted(splits))}): {n_answerable} answerable, {right} right answers reach the "
+              f"content checks; {reached_refuse} must-refuse answers reach them")
+        for reason, _ in CONTENT_CHECKS:
+            print(f"  {reason:24s} cost {len(cost[reason])} ({len(cost[reason]) / max(1, n_answerable):.1%} of "
+                  f"answerable) {' '.join(cost[reason])}; catches {len(catches[reason])} {' '.join(catches[reason])}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""Whether an answer's words come from the book or from the model's memory.
+
+An answer from memory (a recipe, an API the book never shows) may carry no number or name for the claim check to
+catch, and a citation makes it look grounded. Most of the words of a real answer come from the passages or the
+question; an answer whose own content words mostly do not is invented.
+"""
+
+from __future__ import annotations
+
+from programs.rag.query_terms import content_terms, term_set
+
+# Share of an answer's own content words (those not in the question) the retrieved passages must hold. Correct
+# answers paraphrase a little ("weighs" for "mass"); answers from memory are mostly new words.
+MIN_CONTENT_SUPPORT = 0.5
+MIN_CONTENT_WORDS = 4  # fewer new words than this say too little to judge
+
+
+def content_support(answer: str, question: str, passages: list[str]) -> float:
+    """The share of the answer's content words not in the question that the passages hold (1.0 when too few)."""
+    asked = set(content_terms(question))
+    own = [term for term in content_terms(answer) if term not in asked]
+    if len(own) < MIN_CONTENT_WORDS:
+        return 1.0
+    held = set().union(*(term_set(text) for text in passages)) if passages else set()
+    return sum(term in held for term in own) / len(own)
