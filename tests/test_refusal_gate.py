@@ -103,6 +103,15 @@ def test_fit_refuses_at_most_the_allowed_share_of_answerable_questions():
     assert refused(loose, refusable) > refused(strict, refusable)
 
 
+def test_no_gate_lets_through_a_question_no_passage_is_about():
+    gate = RefusalGate()
+    gate.weights, gate.bias, gate.threshold = {}, 0.0, 0.4  # every question gets probability 0.5 >= 0.4
+    cooking = [passage("Lifecycle nodes move between unconfigured, inactive and active states.", dense=0.16)]
+    assert gate("How do I make buttermilk pancakes?", cooking)[0] is False
+    on_topic = [passage("Lifecycle nodes move between unconfigured, inactive and active states.", dense=0.45)]
+    assert gate("Which states do lifecycle nodes move between?", on_topic)[0] is True
+
+
 # -- the single cosine cut --------------------------------------------------------------------------------------
 
 def test_cosine_cut_refuses_exactly_below_its_threshold():
