@@ -250,7 +250,17 @@ def test_an_unparseable_lm_reply_falls_back_to_the_extractive_answer_and_says_so
     assert response.mode == "extractive-fallback" and not response.is_refusal
     assert "1.4 m" in response.answer and response.citations
     assert len(lm.history) == 1  # one call: no second, JSON-formatted attempt
-    assert "could not be parsed" in caplog.text
+    assert "could not be read as an answer" in caplog.text
+
+
+@pytest.mark.parametrize("answer", [
+    "The world model is a YAML file:\n[8] # world_model.yaml\n[9] kitchen_counter: {x: 4.2}",  # the context copied
+    "Joints: l_knee_pitch, neck_yaw, l_knee_pitch, neck_yaw, l_knee_pitch, neck_yaw, l_knee_pitch, neck_yaw",
+])
+def test_an_answer_that_is_no_answer_falls_back_to_the_extractive_answer(make, answer):
+    program = make(lm=DummyLM([generated(answer=answer)]), answer_mode="generated")
+    response = program.ask("How tall is Quillon the teaching robot?")
+    assert response.mode == "extractive-fallback" and "1.4 m" in response.answer
 
 
 # -- multi-turn -------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from bookrag.config import (
 )
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode, make_lm
-from programs.rag.answer_with_citations import REASONING, AnswerWithCitations
+from programs.rag.answer_with_citations import REASONING, AnswerWithCitations, written_badly
 from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_context
 from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.hyde import HyDE
@@ -112,20 +112,22 @@ class BookRAG(dspy.Module):
     def write_answer(self, question: str, query: str, passages: list[Passage], history=()):
         """(answer, valid citations, answerable verdict, mode): the LM's ChainOfThought, or the extractive mode.
 
-        A reply the adapter cannot read falls back to the extractive answer (mode `extractive-fallback`): the
-        user still gets the book's own sentences, and reports count the parse failure."""
+        A reply the adapter cannot read, or an answer that is no answer (the context copied out, a phrase repeated
+        to the token cap), falls back to the extractive answer (mode `extractive-fallback`): the user still gets
+        the book's own sentences, and reports count the failure."""
+        mode = ResponseMode.EXTRACTIVE
         if self.generates:
             try:
                 with self._lm(parse_errors=False):
                     pred = self.generate(context=self.context(query, passages), question=question,
                                          history=format_history(history))
+            except AdapterParseError:
+                pred = None
+            if pred is not None and not written_badly(pred.answer):
                 return (pred.answer, valid_citations(pred.citations, len(passages)), bool(pred.answerable),
                         ResponseMode.GENERATED)
-            except AdapterParseError:
-                log.warning("the LM's reply could not be parsed; answering extractively")
-                mode = ResponseMode.EXTRACTIVE_FALLBACK
-        else:
-            mode = ResponseMode.EXTRACTIVE
+            log.warning("the LM's reply could not be read as an answer; answering extractively")
+            mode = ResponseMode.EXTRACTIVE_FALLBACK
         extract = self.extract(query, passages)
         return extract.answer, extract.citations, bool(extract.answer), mode
 
