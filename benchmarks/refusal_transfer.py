@@ -41,6 +41,7 @@ CORPORA = PROJECT_ROOT.parent / "shared" / "corpora"
 LABELED = {  # name: (book folder, question set); both have train/dev/test splits
     "bundled": (BUNDLED_BOOK, BUNDLED_QUESTIONS),
     "book-a": (CORPORA / "physical-ai-book-a", PROJECT_ROOT / "datasets" / "physical-ai-book-a.csv"),
+    "fastapi": (CORPORA / "fastapi-tutorial", PROJECT_ROOT / "datasets" / "fastapi-tutorial.csv"),
 }
 HELD_OUT = {"book-b": (CORPORA / "physical-ai-book-b", PROJECT_ROOT / "datasets" / "physical-ai-book-b-heldout.csv")}
 # The zero-shot gate before the default calibration: a cosine cut softened by term coverage, set by hand.
