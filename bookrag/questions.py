@@ -20,6 +20,15 @@ SPLITS = ("train", "dev", "test")
 SPLIT_SEED = "bookrag-split-v1"
 
 
+def follow_up_text(question: str, history) -> str:
+    """A follow-up read with the turn before it, that turn's answer included: "Where does it get the robot model
+    from?" names nothing the previous question alone may hold, and the answer names what "it" is."""
+    if not history:
+        return question
+    last = history[-1]
+    return " ".join(part for part in (last["question"], last.get("answer", ""), question) if part)
+
+
 @dataclass(frozen=True)
 class Question:
     id: str
@@ -36,10 +45,8 @@ class Question:
 
     @property
     def search_text(self) -> str:
-        """What to retrieve with when no LM rewrites the query: a follow-up is read with the turn before it."""
-        if self.history:
-            return f"{self.history[-1]['question']} {self.question}"
-        return self.question
+        """What to retrieve with when no LM rewrites the query (`follow_up_text`)."""
+        return follow_up_text(self.question, self.history)
 
     def to_example(self):
         """A `dspy.Example` whose inputs are what `BookRAG.forward` takes; the labels ride along for metrics."""

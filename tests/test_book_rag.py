@@ -294,7 +294,8 @@ def test_chat_passes_history_and_remembers_answered_turns_only(make):
     assert refused.is_refusal and len(chat) == 1  # ... and not remembered
     chat.program.gate.bias = 10.0
     follow_up = chat.ask("Which packets?")
-    assert follow_up.standalone_query == "What does the zephyrine reliability profile keep? Which packets?"
+    # read with the previous turn, its answer included: the answer names what the follow-up asks about
+    assert follow_up.standalone_query == f"What does the zephyrine reliability profile keep? {first.answer} Which packets?"
     assert [turn["question"] for turn in chat.history] == ["What does the zephyrine reliability profile keep?",
                                                            "Which packets?"]
     chat.reset()

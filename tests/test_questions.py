@@ -43,7 +43,7 @@ def test_csv_rows_load_into_questions(tmp_path):
     assert (q2.answerable, q2.gold_sources, q2.key_facts, q2.split) == (False, (), (), seeded_split("q2"))
     assert q3.answerable is True
     assert q3.history == ({"question": "How tall is Kestrel?", "answer": "1.2 m"},)
-    assert q3.search_text == "How tall is Kestrel? And its mass?"
+    assert q3.search_text == "How tall is Kestrel? 1.2 m And its mass?"  # the previous turn, its answer included
     assert q1.search_text == "How tall is Kestrel?"
 
 

@@ -23,6 +23,7 @@ from bookrag.config import (
     ExpandMode,
     Settings,
 )
+from bookrag.questions import follow_up_text
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode, make_lm
 from programs.rag.answer_with_citations import REASONING, AnswerWithCitations, written_badly
@@ -166,7 +167,7 @@ class BookRAG(dspy.Module):
 
     def standalone_query(self, question: str, history) -> str:
         """A follow-up rewritten to stand alone: by the compiled predictor with a hosted LM, else by reading it with
-        the previous question. Locally a second prompt would evict the answerer's cached prompt prefix (system
+        the previous turn, its answer included (`follow_up_text`). Locally a second prompt would evict the answerer's cached prompt prefix (system
         message and demos) from llama.cpp's KV cache, and re-reading that costs more than the rewrite gains."""
         if not history:
             return question
@@ -175,7 +176,7 @@ class BookRAG(dspy.Module):
                 rewritten = self.rewrite(history=format_history(history), question=question).standalone_query
             if rewritten and rewritten.strip():
                 return rewritten.strip()
-        return f"{history[-1]['question']} {question}"
+        return follow_up_text(question, history)
 
     def answer_from_selection(self, question: str, selected_text: str, history=()) -> dspy.Prediction:
         """Selected-text mode: the selection is the only source; no retrieval."""
