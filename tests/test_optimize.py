@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import clean_env, run_script, write_book
 
+import optimize
 from bookrag.questions import load_questions
 from programs.compile.artifact import load_program, read_manifest, write_artifact
 from programs.compile.compiler import compile_program, verdict
@@ -254,7 +255,7 @@ def test_with_no_demos_allowed_zero_shot_is_the_only_candidate_and_says_so(small
                                          "(with this book's refusal gate).")
 
 
-def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path):
+def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
     """The real thing on a small book: MiniLM, the embedded store, the default optimizer; extractive answers
     (clean_env), so no model is loaded."""
     from conftest import SMALL_BOOK
@@ -272,12 +273,30 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path):
     assert manifest["answer_mode"] == "extractive" and manifest["expand"] == "parts"
     assert manifest["dataset"]["train"] == 6 and manifest["dataset"]["dev"] == 4
     assert set(manifest["scores"]["dev"]) == {"before", "after"}
+    selection = manifest["selection"]  # every candidate's dev figures, the kept one and why
+    assert [c["name"] for c in selection["candidates"]] == ["zero-shot", "bootstrap-2", "bootstrap-4"]
+    for candidate in selection["candidates"]:
+        assert candidate["n"] == 4 and candidate["dropped"] is None
+        assert {"combined", "answer_accuracy", "refusal_recall", "false_refusal_rate", "token_f1"} <= set(candidate)
+    # Extractive answers run no predictor, so demos change nothing: every candidate ties and zero-shot is kept.
+    assert selection["chosen"] == "zero-shot" and selection["reason"].startswith("zero-shot kept: no candidate beat")
+    assert selection["rule"] == {"resamples": 2000, "confidence": 0.95, "subset_share": 0.5, "seed": 0}
+    assert manifest["scores"]["dev"]["before"] == manifest["scores"]["dev"]["after"]
+    assert json.loads((out / "program.json").read_text())["generate.predict"]["demos"] == []
     assert "COHERE" not in done.stdout + done.stderr
 
     asked = run_script("ask.py", "Which reliability profile keeps messages when the network drops packets?",
                        "--book", book, "--json", cwd=tmp_path, env=env, timeout=120)
     assert asked.returncode in (0, 1), asked.stderr
     assert json.loads(asked.stdout)["gate"]["calibrated"] is True  # ask.py picked up the compiled program
+
+    optimize._print_selection(manifest)  # what the terminal shows without --json
+    shown = capsys.readouterr().out
+    rows = [line.split() for line in shown.splitlines() if line.startswith(("zero-shot ", "bootstrap-"))]
+    assert [(row[0], row[1], " ".join(row[7:])) for row in rows] == [  # name, n, 5 figures, status
+        ("zero-shot", "4", "kept"), ("bootstrap-2", "4", "not kept"), ("bootstrap-4", "4", "not kept")]
+    assert ("Compiling did not beat zero-shot on dev: kept the zero-shot program (with this book's refusal gate).\n"
+            f"Why: {selection['reason']}\n") in shown
 
 
 @pytest.mark.parametrize("args, message", [
