@@ -4,8 +4,9 @@
                        [--lm MODEL] [--teacher-lm MODEL] [--answer-mode generated|extractive]
                        [--out DIR] [--max-demos N] [--threads N] [--seed N] [--json] [--verbose]
 
-Calibrates the refusal gate and compiles the predictors on the train split, scores dev before and after, and
-writes `program.json` + `manifest.json` atomically: a killed run leaves the previous artifact intact.
+Calibrates the refusal gate and compiles candidate programs on the train split, scores them on dev, keeps the
+zero-shot program unless a compiled one beats it outside noise, and writes `program.json` + `manifest.json`
+atomically: a killed run leaves the previous artifact intact.
 A book other than the bundled one with no `--questions` gets a synthetic set written from the book, saved beside
 the artifact as `<artifact>-questions.csv` (programs/compile/synthetic_questions.py).
 Exit codes: 0 written, 2 configuration error, 3 store/embedding/LM error, 4 bad arguments or question file.
@@ -36,9 +37,11 @@ def main(argv: list[str] | None = None) -> int:
                              "another book, a synthetic set written from the book beside the artifact)")
     parser.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
     parser.add_argument("--out", type=Path, help="artifact folder (default: artifacts/<book name>/)")
-    parser.add_argument("--max-demos", type=int, default=4, help="demos per predictor (default 4)")
+    parser.add_argument("--max-demos", type=int, default=4,
+                        help="most demos per predictor; bootstrap and labeled also try half as many (default 4)")
     parser.add_argument("--threads", type=int, default=1, help="parallel LM calls while compiling (default 1)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed for the optimizers (default 0)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="random seed for the optimizers, the dev subset and the selection's bootstrap (default 0)")
     parser.add_program_arguments(json_help="print the manifest as JSON on stdout, nothing else")
     args = parser.parse_args(argv)
     if args.max_demos < 0 or args.threads < 1:
@@ -51,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bookrag.questions import load_questions
     from programs.compile.artifact import write_artifact
+    from programs.compile.candidates import candidates
     from programs.compile.compiler import compile_program
     from programs.compile.optimizers import OptimizerSettings
     from programs.compile.synthetic_questions import synthetic_question_file, synthetic_questions_path
@@ -82,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         program = BookRAG.from_settings(settings, index, lm=lm)
         teacher = make_lm(settings.replace(lm=args.teacher_lm)) if args.teacher_lm else None
         say(f"Compiling with {args.optimizer} on {len(train)} train questions "
-            f"({'generated' if program.generates else 'extractive'} answers, LM {settings.lm}); dev: {len(dev)}")
+            f"({'generated' if program.generates else 'extractive'} answers, LM {settings.lm}); dev: {len(dev)}; "
+            f"candidates: {', '.join(c.name for c in candidates(optimizer))}")
         result = compile_program(program, train, dev, optimizer, teacher_lm=teacher, progress=progress, say=say)
         manifest = {
             "bookrag_version": _version("bookrag"),
@@ -104,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                         "train": len(train), "dev": len(dev), "labels": "synthetic" if synthetic else "hand-labeled"},
             "optimizer": optimizer.as_dict(),
             "scores": result.scores,
+            "selection": result.selection,
             "duration_s": round(time.time() - started, 1),
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
@@ -111,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(manifest))
     else:
-        _print_scores(manifest)
+        _print_selection(manifest)
         print(f"Wrote {out}/ (program.json, manifest.json) in {manifest['duration_s']} s")
     return 0
 
@@ -138,22 +144,40 @@ def _version(package: str) -> str:
         return "unknown"
 
 
-def _print_scores(manifest: dict) -> None:
+# The candidate table's columns: the figures the choice is read on (the manifest holds every SCORE_KEYS figure).
+CANDIDATE_COLUMNS = {"n": "n", "combined": "combined", "token_f1": "token\nF1",
+                     "answer_accuracy": "answer\nacc.", "refusal_recall": "refusal\nrecall",
+                     "false_refusal_rate": "false\nrefusals"}
+
+
+def _print_selection(manifest: dict) -> None:
+    """A row per candidate (dev figures, simplest first), what was kept and why, and the refusal gate."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    from programs.compile.compiler import SCORE_KEYS
+    from programs.compile.compiler import verdict
 
-    table = Table(title=f"{manifest['optimizer']['name']} on {manifest['collection']}: before → after")
-    table.add_column("metric")
-    for split in manifest["scores"]:
-        table.add_column(split, justify="right")
-    for key in SCORE_KEYS:
-        table.add_row(key, *(f"{s['before'][key]:.3f} → {s['after'][key]:.3f}" for s in manifest["scores"].values()))
+    selection = manifest["selection"]
+    table = Table(title="Candidates on dev, simplest first (n: questions scored)",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)  # fits 80 columns
+    table.add_column("candidate", no_wrap=True)
+    for title in CANDIDATE_COLUMNS.values():
+        table.add_column(title, justify="right")
+    table.add_column("", no_wrap=True)
+    for candidate in selection["candidates"]:
+        table.add_row(candidate["name"], *(_figure(candidate[key]) for key in CANDIDATE_COLUMNS),
+                      candidate["status"])
     Console().print(table)
+    print(verdict(selection))
+    print(f"Why: {selection['reason']}")
     gate = manifest["refusal_gate"]
     print(f"Refusal gate: {gate['chosen']} (threshold {gate['threshold']:.3f}); dev candidates: "
           + ", ".join(f"{n} {c['balanced']:.3f}" for n, c in gate["candidates"].items()))
+
+
+def _figure(value: float) -> str:
+    return str(value) if isinstance(value, int) else f"{value:.3f}"
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import clean_env, run_script, write_book
 
+import optimize
 from bookrag.questions import load_questions
 from programs.compile.artifact import load_program, read_manifest, write_artifact
-from programs.compile.compiler import compile_program
+from programs.compile.compiler import compile_program, verdict
 from programs.compile.optimizers import OptimizerSettings, labeled_demos
 from programs.evaluate.reports import program_report
 from programs.rag.book_rag import BookRAG
@@ -36,31 +37,72 @@ QUESTIONS = [
     ("r3", "What is the boiling point of liquid mercury?", False, "", "", "", "dev"),
     ("r4", "How do I bake a sourdough bread loaf?", False, "", "", "", "dev"),
 ]
+# More answerable dev questions, for tests that need a gain on dev to stand out from resampling noise.
+MORE_DEV = [
+    ("a7", "What do nodes talk to each other over?", True, "01-ros2/01-nodes.md", "topics",
+     "Nodes talk to each other over topics.", "dev"),
+    ("a8", "Besides a Linux shell, what should readers of the primer know?", True, "intro.md", "basic Python",
+     "Readers should know basic Python.", "dev"),
+    ("a9", "What does Gazebo simulate between links?", True, "02-sim/01-gazebo.md", "contact",
+     "Gazebo simulates contact between links.", "dev"),
+    ("a10", "What do launch files start nodes with?", True, "01-ros2/02-launch.md", "parameters",
+     "Launch files start nodes with their parameters.", "dev"),
+    ("a11", "What does every chapter of the primer use?", True, "intro.md", "teaching robot",
+     "Every chapter uses the same teaching robot.", "dev"),
+    ("a12", "Simulated sensors publish noisy measurements like what?", True, "02-sim/01-gazebo.md",
+     "real hardware", "Like real hardware.", "dev"),
+]
 
 
-def write_questions(path: Path) -> Path:
+def write_questions(path: Path, rows=QUESTIONS) -> Path:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["id", "question", "answerable", "gold_sources", "key_facts", "reference_answer",
                          "category", "split"])
-        for qid, question, answerable, gold, fact, answer, split in QUESTIONS:
+        for qid, question, answerable, gold, fact, answer, split in rows:
             writer.writerow([qid, question, str(answerable).lower(), json.dumps([gold] if gold else []),
                              json.dumps([fact] if fact else []), answer, "factual" if answerable else "refuse",
                              split])
     return path
 
 
+def replies(rows=QUESTIONS) -> dict:
+    """DummyLM replies keyed by question: each answerable one answered with its fact (citing passage 1), the rest
+    said to be unanswerable."""
+    return {question: ({"reasoning": "The passages say so.", "answer": answer, "citations": [1], "answerable": True}
+                       if answerable else
+                       {"reasoning": "Not in the passages.", "answer": "", "citations": [], "answerable": False})
+            for _, question, answerable, _, _, answer, _ in rows}
+
+
 def dummy_lm():
-    """Answers each answerable question with its fact (citing passage 1); says unanswerable to the rest."""
     from dspy.utils import DummyLM
 
-    replies = {}
-    for _, question, answerable, _, _, answer, _ in QUESTIONS:
-        replies[question] = ({"reasoning": "The passages say so.", "answer": answer, "citations": [1],
-                              "answerable": True} if answerable else
-                             {"reasoning": "Not in the passages.", "answer": "", "citations": [],
-                              "answerable": False})
-    return DummyLM(replies)
+    return DummyLM(replies())
+
+
+def demo_sensitive_lm(helped: bool):
+    """A DummyLM whose dev answers depend on whether the prompt holds demos (turns before the question); train
+    questions are answered right either way, so bootstrapping finds its traces. `helped=True`: dev answers are right
+    only with demos (compiling helps); False: only without them (compiling hurts)."""
+    from dspy.clients.engines.dummy_engine import AsyncDummyEngine, DummyEngine
+    from dspy.utils import DummyLM
+
+    right = replies(QUESTIONS + MORE_DEV)
+    wrong = {**right, **{q: {"reasoning": "Unsure.", "answer": "It is hard to say.", "citations": [1],
+                             "answerable": True}
+                         for _, q, answerable, _, _, _, split in QUESTIONS + MORE_DEV if answerable and split == "dev"}}
+
+    class Engine(DummyEngine):  # DummyLM answers through its engine: the one place that sees the whole prompt
+        def _complete_messages(self, messages):
+            with_demos = len(messages) > 2  # system, [demo question, demo answer]..., the question
+            self.owner.answers = right if with_demos == helped else wrong
+            return super()._complete_messages(messages)
+
+    lm = DummyLM(right)
+    lm._engine_spec = Engine(lm)
+    lm._async_engine_spec = AsyncDummyEngine(lm._engine_spec)
+    return lm
 
 
 @pytest.fixture
@@ -111,37 +153,109 @@ def instruction_proposer():
     return DummyLM([reply] * 5000)
 
 
-# Search optimizers keep whichever candidate scores best on dev, which may be the zero-shot one (no demos).
+def fake_manifest(index, answer_mode="generated") -> dict:
+    """The manifest keys write_artifact and load_program need."""
+    return {"bookrag_version": "test", "dspy_version": "test", "lm": "dummy", "embedder": "fake16",
+            "collection": index.collection, "book": str(index.book_dir), "index_fingerprint": index.fingerprint(),
+            "answer_mode": answer_mode}
+
+
+def saved_demos(artifact: Path) -> list:
+    return json.loads((artifact / "program.json").read_text())["generate.predict"]["demos"]
+
+
+# Search optimizers keep whichever of their programs scores best on dev, which may be one with no demos.
 @pytest.mark.parametrize("optimizer, min_demos", [("labeled", 1), ("bootstrap", 1), ("random-search", 0),
                                                   ("mipro", 0), ("gepa", 0)])
-def test_compile_round_trip_with_dummy_lm(small_index, questions, tmp_path, optimizer, min_demos):
-    lm = dummy_lm()
+def test_candidates_that_tie_with_zero_shot_leave_the_zero_shot_program_with_its_gate(
+        small_index, questions, tmp_path, optimizer, min_demos):
+    lm = dummy_lm()  # answers the same with or without demos: every candidate ties with zero-shot
     program = BookRAG(small_index.retriever, lm=lm, answer_mode="generated")
     teacher = instruction_proposer() if optimizer in ("mipro", "gepa") else None
     result = compile_program(program, split(questions, "train"), split(questions, "dev"),
                              OptimizerSettings(optimizer, max_demos=2), teacher_lm=teacher, progress=False,
                              say=lambda *_: None)
-    demos = result.program.generate.predict.demos
-    assert min_demos <= len(demos) <= 2
-    assert result.program.gate.dump_state() == program.gate.dump_state()  # the calibrated gate survived
-    assert result.program.gate.calibrated
+    compiled = result.candidates[-1].program  # the optimizer ran: its program has demos
+    assert compiled is not program and min_demos <= len(compiled.generate.predict.demos) <= 2
+    assert program.gate.calibrated
+    assert all(c.program.gate.dump_state() == program.gate.dump_state() for c in result.candidates)  # gate kept
+    assert result.selection["chosen"] == "zero-shot" and result.program is program
+    assert result.selection["reason"].startswith("zero-shot kept: no candidate beat it outside noise (best ")
+    assert verdict(result.selection) == ("Compiling did not beat zero-shot on dev: kept the zero-shot program "
+                                         "(with this book's refusal gate).")
     assert set(result.scores) == {"dev"}  # train is not scored: every scored question is an LM call
-    assert all(0.0 <= s[when]["combined"] <= 1.0 for s in result.scores.values() for when in ("before", "after"))
+    assert result.scores["dev"]["before"] == result.scores["dev"]["after"]
+    assert 0.0 <= result.scores["dev"]["after"]["combined"] <= 1.0
 
-    manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "dummy", "embedder": "fake16",
-                "collection": small_index.collection, "book": str(small_index.book_dir),
-                "index_fingerprint": small_index.fingerprint(), "answer_mode": "generated"}
-    out = write_artifact(result.program, tmp_path / "artifacts" / "small", manifest)
+    out = write_artifact(result.program, tmp_path / "artifacts" / "small", fake_manifest(small_index))
+    assert saved_demos(out) == []  # the zero-shot program, as written
     loaded = load_program(out, small_index.settings, lm=lm, index=small_index)
-    assert loaded.gate.dump_state() == result.program.gate.dump_state()
-    assert [d["answer"] for d in loaded.generate.predict.demos] == [d["answer"] for d in demos]
-    report = program_report(loaded, split(questions, "dev"), progress=False)
-    assert report["n"] == 4
+    assert loaded.gate.dump_state() == program.gate.dump_state() and loaded.generate.predict.demos == []
     response = loaded.ask("What is a node in this primer?")
     assert not response.is_refusal and "performs computation" in response.answer
 
 
-def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path):
+def test_a_candidate_clearly_better_than_zero_shot_is_kept_and_its_demos_round_trip(small_index, tmp_path):
+    questions = load_questions(write_questions(tmp_path / "questions.csv", QUESTIONS + MORE_DEV))
+    lm = demo_sensitive_lm(helped=True)
+    program = BookRAG(small_index.retriever, lm=lm, answer_mode="generated")
+    result = compile_program(program, split(questions, "train"), split(questions, "dev"),
+                             OptimizerSettings("bootstrap", max_demos=4), progress=False, say=lambda *_: None)
+    selection = result.selection
+    # bootstrap-2 beats zero-shot; bootstrap-4 answers as well as bootstrap-2, so the simpler is kept
+    assert selection["chosen"] == "bootstrap-2"
+    assert [(c["name"], c["status"]) for c in selection["candidates"]] == [
+        ("zero-shot", "not kept"), ("bootstrap-2", "kept"), ("bootstrap-4", "not kept")]
+    assert [(c["candidate"], c["baseline"], c["won"]) for c in selection["comparisons"]] == [
+        ("bootstrap-2", "zero-shot", True), ("bootstrap-4", "bootstrap-2", False)]
+    assert selection["reason"].startswith("bootstrap-2: +") and " combined over zero-shot on 10 questions" in \
+        selection["reason"]
+    assert verdict(selection) == "Compiling beat zero-shot on dev: kept bootstrap-2 (with this book's refusal gate)."
+    before, after = result.scores["dev"]["before"], result.scores["dev"]["after"]
+    assert after["combined"] > before["combined"] and after["answer_accuracy"] > before["answer_accuracy"]
+    assert before == {k: v for k, v in selection["candidates"][0].items() if k in before}
+    demos = result.program.generate.predict.demos
+    assert 1 <= len(demos) <= 2 and result.program.gate.dump_state() == program.gate.dump_state()
+
+    out = write_artifact(result.program, tmp_path / "artifacts" / "small", fake_manifest(small_index))
+    assert [d["answer"] for d in saved_demos(out)] == [d["answer"] for d in demos]
+    loaded = load_program(out, small_index.settings, lm=lm, index=small_index)
+    assert [d["answer"] for d in loaded.generate.predict.demos] == [d["answer"] for d in demos]
+    assert loaded.gate.dump_state() == program.gate.dump_state()
+    report = program_report(loaded, split(questions, "dev"), progress=False)
+    assert report["combined"] == pytest.approx(after["combined"], abs=1e-4)
+
+
+def test_compiled_candidates_clearly_worse_on_the_dev_subset_are_dropped_and_zero_shot_is_kept(small_index, tmp_path):
+    questions = load_questions(write_questions(tmp_path / "questions.csv", QUESTIONS + MORE_DEV))
+    program = BookRAG(small_index.retriever, lm=demo_sensitive_lm(helped=False), answer_mode="generated")
+    said = []
+    result = compile_program(program, split(questions, "train"), split(questions, "dev"),
+                             OptimizerSettings("bootstrap", max_demos=4), progress=False, say=said.append)
+    candidates = result.selection["candidates"]
+    assert [(c["name"], c["status"], c["n"]) for c in candidates] == [
+        ("zero-shot", "kept", 10), ("bootstrap-2", "dropped", 5), ("bootstrap-4", "dropped", 5)]
+    for dropped in candidates[1:]:
+        assert (dropped["dropped"]["candidate"], dropped["dropped"]["won"]) == ("zero-shot", True)
+    reason = result.selection["reason"]
+    assert reason.startswith("zero-shot kept: bootstrap-2 dropped after the dev subset (zero-shot: +")
+    assert "; bootstrap-4 dropped after the dev subset (zero-shot: +" in reason
+    assert any(line.startswith("dropped bootstrap-4 after the dev subset (zero-shot: +") for line in said)
+    assert result.program is program and verdict(result.selection).startswith("Compiling did not beat zero-shot")
+
+
+def test_with_no_demos_allowed_zero_shot_is_the_only_candidate_and_says_so(small_index, questions):
+    program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
+    result = compile_program(program, split(questions, "train"), split(questions, "dev"),
+                             OptimizerSettings("bootstrap", max_demos=0), progress=False, say=lambda *_: None)
+    assert result.program is program and [c["name"] for c in result.selection["candidates"]] == ["zero-shot"]
+    assert result.selection["candidates"][0]["n"] == 4 and result.selection["comparisons"] == []
+    assert result.selection["reason"] == "zero-shot kept: there was no other candidate"
+    assert verdict(result.selection) == ("No compiled candidate to try: kept the zero-shot program "
+                                         "(with this book's refusal gate).")
+
+
+def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
     """The real thing on a small book: MiniLM, the embedded store, the default optimizer; extractive answers
     (clean_env), so no model is loaded."""
     from conftest import SMALL_BOOK
@@ -159,12 +273,30 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path):
     assert manifest["answer_mode"] == "extractive" and manifest["expand"] == "parts"
     assert manifest["dataset"]["train"] == 6 and manifest["dataset"]["dev"] == 4
     assert set(manifest["scores"]["dev"]) == {"before", "after"}
+    selection = manifest["selection"]  # every candidate's dev figures, the kept one and why
+    assert [c["name"] for c in selection["candidates"]] == ["zero-shot", "bootstrap-2", "bootstrap-4"]
+    for candidate in selection["candidates"]:
+        assert candidate["n"] == 4 and candidate["dropped"] is None
+        assert {"combined", "answer_accuracy", "refusal_recall", "false_refusal_rate", "token_f1"} <= set(candidate)
+    # Extractive answers run no predictor, so demos change nothing: every candidate ties and zero-shot is kept.
+    assert selection["chosen"] == "zero-shot" and selection["reason"].startswith("zero-shot kept: no candidate beat")
+    assert selection["rule"] == {"resamples": 2000, "confidence": 0.95, "subset_share": 0.5, "seed": 0}
+    assert manifest["scores"]["dev"]["before"] == manifest["scores"]["dev"]["after"]
+    assert json.loads((out / "program.json").read_text())["generate.predict"]["demos"] == []
     assert "COHERE" not in done.stdout + done.stderr
 
     asked = run_script("ask.py", "Which reliability profile keeps messages when the network drops packets?",
                        "--book", book, "--json", cwd=tmp_path, env=env, timeout=120)
     assert asked.returncode in (0, 1), asked.stderr
     assert json.loads(asked.stdout)["gate"]["calibrated"] is True  # ask.py picked up the compiled program
+
+    optimize._print_selection(manifest)  # what the terminal shows without --json
+    shown = capsys.readouterr().out
+    rows = [line.split() for line in shown.splitlines() if line.startswith(("zero-shot ", "bootstrap-"))]
+    assert [(row[0], row[1], " ".join(row[7:])) for row in rows] == [  # name, n, 5 figures, status
+        ("zero-shot", "4", "kept"), ("bootstrap-2", "4", "not kept"), ("bootstrap-4", "4", "not kept")]
+    assert ("Compiling did not beat zero-shot on dev: kept the zero-shot program (with this book's refusal gate).\n"
+            f"Why: {selection['reason']}\n") in shown
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,6 +1,8 @@
-"""Compile a BookRAG program: calibrate its refusal gate, compile its predictors, and score it before and after.
+"""Compile a BookRAG program: calibrate its refusal gate, compile the candidates, and keep the best on dev.
 
-The gate is calibrated by programs/refusal/calibration.py (`choose_gate`).
+The gate is calibrated by programs/refusal/calibration.py (`choose_gate`) and kept by every candidate; the
+candidates are programs/compile/candidates.py's, scored on dev by successive halving (halving.py) and chosen by the
+paired bootstrap rule (selection.py).
 """
 
 from __future__ import annotations
@@ -13,8 +15,12 @@ from dataclasses import dataclass, field
 import dspy
 
 from bookrag.questions import Question
+from programs.compile.candidates import Candidate, candidates
+from programs.compile.halving import ScoredCandidate, score_candidates
 from programs.compile.optimizers import OptimizerSettings, compile_predictors
-from programs.evaluate.reports import program_report
+from programs.compile.selection import Selection, SelectionRule, choose_candidate
+from programs.evaluate.question_row import QuestionRow
+from programs.evaluate.reports import aggregate
 from programs.refusal.calibration import choose_gate
 
 SCORE_KEYS = ("combined", "token_f1", "answer_words_p50", "answer_accuracy", "refusal_recall", "false_refusal_rate",
@@ -23,32 +29,94 @@ SCORE_KEYS = ("combined", "token_f1", "answer_words_p50", "answer_accuracy", "re
 
 @dataclass
 class CompileResult:
-    program: dspy.Module
-    scores: dict = field(default_factory=dict)  # {"dev": {"before"|"after": {metric: value}}}
+    program: dspy.Module  # the kept candidate
+    scores: dict = field(default_factory=dict)  # {"dev": {"before": zero-shot's figures, "after": the kept one's}}
     gate: dict = field(default_factory=dict)  # the chosen gate and every candidate's dev figures
+    selection: dict = field(default_factory=dict)  # the manifest's record: every candidate, the kept one and why
+    candidates: list[ScoredCandidate] = field(default_factory=list)
     seconds: float = 0.0
 
 
 def compile_program(program, train: list[Question], dev: list[Question], optimizer: OptimizerSettings,
-                    teacher_lm: dspy.LM | None = None, progress: bool | None = None, say=print) -> CompileResult:
-    """Score dev, calibrate the gate (train, chosen on dev), compile the predictors (train), score dev again.
+                    teacher_lm: dspy.LM | None = None, progress: bool | None = None, say=print,
+                    rule: SelectionRule | None = None) -> CompileResult:
+    """Calibrate the gate (train, chosen on dev), compile each candidate (train), score them on dev by successive
+    halving, and keep the simplest that no other beats outside noise (`rule`; default: seeded with the optimizer's
+    seed). `program` itself, with the calibrated gate, is the zero-shot candidate.
 
     Train is not scored: with a local model every scored question is an LM call (~10 s), and dev is the split the
-    before/after comparison is read on."""
+    candidates are compared on."""
     started = time.perf_counter()
-    before = _scores(program, dev, progress)
-    say(f"dev before: combined {before['combined']:.3f}, token F1 {before['token_f1']:.3f}")
+    rule = rule or SelectionRule(seed=optimizer.seed)
     gate = choose_gate(program, train, dev, progress)
     say(f"refusal gate: {gate['chosen']} (dev balanced refusal accuracy {gate['candidates'][gate['chosen']]['balanced']:.3f})")
-    with redirect_stdout(sys.stderr):  # DSPy's teleprompters print their tallies; stdout is for --json
-        compiled = compile_predictors(program, optimizer, train, dev, teacher_lm=teacher_lm)
-    compiled.gate.load_state(program.gate.dump_state())  # teleprompters reset every parameter of the student
-    after = _scores(compiled, dev, progress)
-    say(f"dev after:  combined {after['combined']:.3f}, token F1 {after['token_f1']:.3f}")
-    return CompileResult(compiled, {"dev": {"before": before, "after": after}}, gate,
+    built = []
+    for candidate in candidates(optimizer):
+        if candidate.settings is not None:
+            say(f"compiling {candidate.description} ...")
+        built.append((candidate, _build(candidate, program, train, dev, teacher_lm)))
+    scored = score_candidates(built, dev, rule, progress, say)
+    selection = choose_candidate({s.name: s.scores for s in scored if s.dropped is None}, rule)
+    kept = next(s for s in scored if s.name == selection.chosen)
+    scores = {"dev": {"before": _score_keys(scored[0].rows), "after": _score_keys(kept.rows)}}
+    return CompileResult(kept.program, scores, gate, _record(selection, scored, rule), scored,
                          round(time.perf_counter() - started, 1))
 
 
-def _scores(program, questions: list[Question], progress: bool | None) -> dict:
-    report = program_report(program, questions, progress=progress)
+def verdict(selection: dict) -> str:
+    """The terminal's plain line on what was kept (`selection`: the manifest's record)."""
+    kept_zero_shot = selection["chosen"] == selection["candidates"][0]["name"]
+    if kept_zero_shot and len(selection["candidates"]) > 1:
+        return "Compiling did not beat zero-shot on dev: kept the zero-shot program (with this book's refusal gate)."
+    if kept_zero_shot:
+        return "No compiled candidate to try: kept the zero-shot program (with this book's refusal gate)."
+    return f"Compiling beat zero-shot on dev: kept {selection['chosen']} (with this book's refusal gate)."
+
+
+def _record(selection: Selection, scored: list[ScoredCandidate], rule: SelectionRule) -> dict:
+    """The manifest's `selection`: the rule, every candidate's dev figures and status, the comparisons, the kept
+    one and why."""
+    return {
+        "chosen": selection.chosen,
+        "reason": _reason(selection, scored),
+        "rule": rule.as_dict(),
+        "candidates": [{"name": s.name, "status": _status(s, selection.chosen), **_figures(s.rows),
+                        "dropped": s.dropped.as_dict() if s.dropped else None} for s in scored],
+        "comparisons": [c.as_dict() for c in selection.comparisons],
+    }
+
+
+def _figures(rows: list[QuestionRow]) -> dict:
+    """A candidate's dev figures over the questions it was scored on: `n` and SCORE_KEYS."""
+    return {"n": len(rows), **_score_keys(rows)}
+
+
+def _score_keys(rows: list[QuestionRow]) -> dict:
+    report = aggregate(rows)
     return {key: round(report[key], 4) for key in SCORE_KEYS}
+
+
+def _build(candidate: Candidate, program, train: list[Question], dev: list[Question], teacher_lm: dspy.LM | None):
+    """The candidate's program: `program` itself for zero-shot, else a compiled copy with `program`'s gate."""
+    if candidate.settings is None:
+        return program
+    with redirect_stdout(sys.stderr):  # DSPy's teleprompters print their tallies; stdout is for --json
+        compiled = compile_predictors(program, candidate.settings, train, dev, teacher_lm=teacher_lm)
+    compiled.gate.load_state(program.gate.dump_state())  # teleprompters reset every parameter of the student
+    return compiled
+
+
+def _reason(selection: Selection, scored: list[ScoredCandidate]) -> str:
+    """The selection's reason, with the candidates successive halving dropped before it."""
+    dropped = [f"{s.name} dropped after the dev subset ({s.dropped.brief()})" for s in scored if s.dropped]
+    if not dropped:
+        return selection.reason
+    if not selection.comparisons:  # every other candidate was dropped
+        return f"{selection.chosen} kept: " + "; ".join(dropped)
+    return "; ".join([selection.reason, *dropped])
+
+
+def _status(scored: ScoredCandidate, chosen: str) -> str:
+    if scored.dropped is not None:
+        return "dropped"  # after the dev subset
+    return "kept" if scored.name == chosen else "not kept"

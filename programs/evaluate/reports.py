@@ -65,12 +65,23 @@ def program_report(program, questions: list[Question], progress: bool | None = N
                    threads: int = 1) -> dict:
     """Run a BookRAG program over labeled questions; score each prediction with programs.evaluate.metrics and aggregate.
 
-    Rates are in 0..1. `judge`: a hosted dspy.LM for LM-judged semantic F1 on answerable questions (optional).
+    Rates are in 0..1. `judge` and `threads`: as in `question_rows`.
+    """
+    rows = question_rows(program, questions, progress, judge, threads)
+    return {**aggregate(rows), "k": program.k, "search_mode": program.search_mode,
+            "gate": program.gate.dump_state(), "rows": [row.to_dict() for row in rows]}
+
+
+def question_rows(program, questions: list[Question], progress: bool | None = None, judge=None, threads: int = 1,
+                  description: str = "Questions") -> list[QuestionRow]:
+    """One scored row per question, in question order; `description` names the progress bar.
+
+    `judge`: a hosted dspy.LM for LM-judged semantic F1 on answerable questions (optional).
     `threads`: questions answered at once, for a hosted LM that serves calls in parallel (DSPy's ParallelExecutor,
     which carries the DSPy settings into its threads). A question the LM fails on is a failed row either way; any
     other exception is a bug and stops the run.
     """
-    with progress_bar("Questions", len(questions), progress) as bar:
+    with progress_bar(description, len(questions), progress) as bar:
 
         def run(question: Question) -> QuestionRow:
             row = question_row(program, question, judge)
@@ -78,11 +89,8 @@ def program_report(program, questions: list[Question], progress: bool | None = N
             return row
 
         if threads == 1:
-            rows = [run(q) for q in questions]
-        else:
-            rows = _in_parallel(run, questions, threads)
-    return {**aggregate(rows), "k": program.k, "search_mode": program.search_mode,
-            "gate": program.gate.dump_state(), "rows": [row.to_dict() for row in rows]}
+            return [run(q) for q in questions]
+        return _in_parallel(run, questions, threads)
 
 
 def _in_parallel(run, questions: list[Question], threads: int) -> list[QuestionRow]:
