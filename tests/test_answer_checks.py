@@ -79,6 +79,17 @@ def test_a_number_in_a_table_row_about_the_subject_passes_with_the_rows_header()
     assert check("What is the budget of planning?", "Planning has a budget of 900 ms.", citations=(3,)).passed
 
 
+@pytest.mark.parametrize("code, question, answer", [
+    ("```csharp\npublic int rosPort = 10000;\n```", "Which port does the Unity script reach ROS on?", "Port 10000."),
+    ("```yaml\nsafety:\n  max_linear_speed: 0.3\n```", "What is the linear speed limit?", "It is 0.3 m/s."),
+    ("Set the stop distance in the robot config:\n\n```yaml\nstop: 0.2\n```", "What stop distance is set?",
+     "The stop distance is 0.2 m."),  # the value's line follows the sentence that names it
+])
+def test_a_number_in_code_about_the_subject_passes(code, question, answer):
+    passages = [passage(code, 1)]
+    assert check_answer(question, answer, [1], passages).passed
+
+
 def test_a_number_the_question_states_may_be_repeated():
     assert check("What bends up to 2.35 rad?", "The knee bends up to 2.35 rad.").passed
 

@@ -23,6 +23,7 @@ _CODE_WORD = re.compile(
     r"|[a-z]\w*_\w+)"  # snake_case
 )
 _WORD = re.compile(r"[\w-]+")
+_UNIT_RATIO = re.compile(r"[a-zA-Zµ°]{1,4}/[a-zA-Z]{1,4}[²³2]?")  # m/s, rad/s, km/h: units, not paths
 _UNIT = re.compile(r"\n|(?<=[.!?])\s+")
 
 
@@ -30,7 +31,7 @@ def code_claims(answer: str) -> list[str]:
     """The code an answer states: its backticked spans, then the code-like words outside them."""
     spans = [span.strip() for span in _CODE_SPAN.findall(answer)]
     prose = _CODE_SPAN.sub(" ", answer)
-    words = [word.rstrip(".") for word in _CODE_WORD.findall(prose)]
+    words = [word.rstrip(".") for word in _CODE_WORD.findall(prose) if not _UNIT_RATIO.fullmatch(word)]
     return list(dict.fromkeys(claim for claim in (*spans, *words) if claim and _WORD.search(claim)))
 
 

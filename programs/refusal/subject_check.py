@@ -12,25 +12,40 @@ but refused eight right ones: a right number often sits in a sentence that names
 
 from __future__ import annotations
 
+import re
+
 from programs.rag.passage_sentences import Sentence, passage_sentences
-from programs.rag.query_terms import content_terms, term_set
+from programs.rag.query_terms import content_terms, stem, term_set
 from programs.refusal.claim_check import check_claims
 from retrievers.passage import Passage
 
 # A question word found in more than this share of the sentences (the robot's name in its own book) says nothing
 # about which sentence is about the question's subject.
 MAX_SUBJECT_WORD_SHARE = 0.5
+_IDENTIFIER_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
 def subject_sentences(question: str, sentences: list[Sentence]) -> list[str]:
-    """The texts of the sentences that share a distinctive word with the question, each with the sentences it needs
-    (a table row its header, a list's lead-in its items)."""
-    words = {s: term_set(s.text) for s in sentences}
+    """The texts of the sentences that share a distinctive word with the question, or whose neighbour does (a code
+    line under its comment, a value after the sentence that introduces it), each with the sentences it needs (a
+    table row its header, a list's lead-in its items)."""
+    words = {s: _words(s.text) for s in sentences}
     by_place = {(s.number, s.index): s for s in sentences}
-    limit = MAX_SUBJECT_WORD_SHARE * len(sentences)
+    limit = max(1.0, MAX_SUBJECT_WORD_SHARE * len(sentences))
     terms = {t for t in content_terms(question) if sum(t in w for w in words.values()) <= limit}
-    return [" ".join([by_place[p].text for p in s.needs if p in by_place] + [s.text])
-            for s in sentences if terms & words[s]]
+
+    def about(s: Sentence) -> bool:
+        near = (by_place.get((s.number, s.index + step)) for step in (-1, 0, 1))
+        return any(terms & words[n] for n in near if n is not None)
+
+    return [" ".join([by_place[p].text for p in s.needs if p in by_place] + [s.text]) for s in sentences if about(s)]
+
+
+def _words(text: str) -> set[str]:
+    """The sentence's words, and the parts of identifiers: `max_linear_speed: 0.3` and `rosPort = 10000` are about
+    speed and a port."""
+    parts = (part.lower() for part in _IDENTIFIER_PART.findall(text))
+    return term_set(text) | {stem(part) for part in parts if len(part) > 2}
 
 
 def values_off_subject(answer: str, question: str, passages: list[Passage]) -> tuple[str, ...]:
