@@ -1,6 +1,7 @@
 """What each check after the LM costs and catches, on the generated answers of the labeled books.
 
     python benchmarks/answer_checks.py [--splits dev] [--books bundled,book-a,fastapi] [--show]
+    python benchmarks/answer_checks.py --books book-a --predictions reports/book-a-dev/predictions.csv
 
 The program answers each question as `evaluate.py --zero-shot` does (the local model; DSPy's cache makes a rerun
 cheap). Each content check of `programs/refusal/answer_checks.py` is then run on its own, on every answer that
@@ -10,11 +11,16 @@ passed the gate and the checks before it (the model's verdict, a citation, claim
 - catches: must-refuse questions the check alone refuses: answers it stops.
 
 A check earns its place when it catches more than it costs; the issue's bound is one point of false refusals each.
+
+`--predictions` reads the answers from an `evaluate.py` run instead of asking the LM (one book at a time): the
+generated answers that run let through are checked. Give it a run of a program without the checks measured here
+(an earlier commit), since an answer a check refused is not in the file.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from pathlib import Path
 
@@ -32,12 +38,20 @@ from programs.refusal.claim_check import grounded_citations
 from retrievers import BookIndex
 
 
+def generated_answers(predictions: Path) -> dict[str, str]:
+    """{question id: answer} of the generated answers an evaluate.py run did not refuse."""
+    with predictions.open(encoding="utf-8", newline="") as f:
+        return {row["id"]: row["answer"] for row in csv.DictReader(f)
+                if row["refused"] == "False" and row["mode"] == "generated"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--splits", default="dev", help="comma-separated splits (default dev)")
     parser.add_argument("--books", default=",".join(LABELED), help=f"comma-separated, of {', '.join(LABELED)}")
     parser.add_argument("--data-dir", type=Path, default=PROJECT_ROOT / "data")
     parser.add_argument("--show", action="store_true", help="print each answer a check refuses")
+    parser.add_argument("--predictions", type=Path, help="an evaluate.py predictions.csv to read the answers from")
     args = parser.parse_args()
     splits = {s.strip() for s in args.splits.split(",") if s.strip()}
     for name in args.books.split(","):
@@ -47,19 +61,25 @@ def main() -> None:
         cost = {reason: [] for reason, _ in CONTENT_CHECKS}
         catches = {reason: [] for reason, _ in CONTENT_CHECKS}
         right = reached_refuse = 0
+        answered = generated_answers(args.predictions) if args.predictions else {}
         with BookIndex(settings, book) as index:
             index.ingest(progress=False)
-            program = BookRAG.from_settings(settings, index, lm=make_lm(settings))
+            program = BookRAG.from_settings(settings, index, lm=None if args.predictions else make_lm(settings))
             for q in rows:
                 query = program.standalone_query(q.question, q.history)
                 passages = program.retrieve(query, k=program.k)
-                if not program.gate(query, passages)[0]:
+                if not args.predictions and not program.gate(query, passages)[0]:
                     continue
-                answer, citations, verdict, mode = program.write_answer(q.question, query, passages, q.history)
-                texts = [p.cited_text for p in passages]
-                if not (mode == "generated" and verdict and citations
-                        and grounded_citations(answer, texts, citations) is not None):
-                    continue
+                if args.predictions:
+                    answer = answered.get(q.id)
+                    if answer is None:
+                        continue
+                else:
+                    answer, citations, verdict, mode = program.write_answer(q.question, query, passages, q.history)
+                    texts = [p.cited_text for p in passages]
+                    if not (mode == "generated" and verdict and citations
+                            and grounded_citations(answer, texts, citations) is not None):
+                        continue
                 correct = q.answerable and all(fact_present(f, answer) for f in q.key_facts)
                 right += correct
                 reached_refuse += not q.answerable
