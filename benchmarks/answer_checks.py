@@ -78,7 +78,7 @@ def main() -> None:
                     answer, citations, verdict, mode = program.write_answer(q.question, query, passages, q.history)
                     texts = [p.cited_text for p in passages]
                     if not (mode == "generated" and verdict and citations
-                            and grounded_citations(answer, texts, citations) is not None):
+                            and grounded_citations(answer, texts, citations, q.question) is not None):
                         continue
                 correct = q.answerable and all(fact_present(f, answer) for f in q.key_facts)
                 right += correct

@@ -45,6 +45,13 @@ def test_a_value_no_retrieved_passage_holds_is_an_unsupported_claim():
     assert check("How tall is Kestrel?", "Kestrel is 1.5 m tall.").refusal is RefusalReason.UNSUPPORTED_CLAIM
 
 
+def test_a_name_the_question_uses_is_no_claim_of_the_answer():
+    assert check("How do I start the simulator from the Kestrel repo (the KLab setup)?",
+                 "Run `gz sim -r kestrel_lab.sdf` from the repo of the KLab setup.", citations=(2,)).passed
+    assert check("How do I start the simulator?", "Run `gz sim -r kestrel_lab.sdf` from the KLab setup.",
+                 citations=(2,)).refusal is RefusalReason.UNSUPPORTED_CLAIM
+
+
 def test_a_claim_held_by_an_uncited_passage_gets_that_passage_cited():
     checked = check("What is Kestrel's mass?", "Its mass is 24 kg.")
     assert checked.passed and checked.citations == [1, 2]

@@ -70,7 +70,7 @@ def check_answer(question: str, answer: str, citations: list[int], passages: lis
         return AnswerCheck([], RefusalReason.NO_CITATION)
     if not generated:
         return AnswerCheck(citations)
-    grounded = grounded_citations(answer, [p.cited_text for p in passages], citations)
+    grounded = grounded_citations(answer, [p.cited_text for p in passages], citations, question)
     if grounded is None:  # a number, version or name no retrieved passage holds: memory, or a guess
         return AnswerCheck([], RefusalReason.UNSUPPORTED_CLAIM)
     failed = next((reason for reason, fails in CONTENT_CHECKS if fails(question, answer, passages)), None)

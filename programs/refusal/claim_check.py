@@ -44,12 +44,13 @@ class ClaimCheck:
         return not self.unsupported
 
 
-def check_claims(answer: str, passages: Iterable[str], names: bool = True) -> ClaimCheck:
-    """Which of the answer's numbers and (with `names`) names occur in `passages` (the texts it cites)."""
+def check_claims(answer: str, passages: Iterable[str], names: bool = True, question: str = "") -> ClaimCheck:
+    """Which of the answer's numbers and (with `names`) names occur in `passages` (the texts it cites). A name the
+    question uses is no claim of the answer's: it echoes what was asked ("the docs UIs")."""
     evidence = " ".join(passages)
     stated = _LIST_NUMBER.sub(" ", _CITATION.sub(" ", answer))
     numbers_in_evidence = set(_numbers(evidence))
-    names_in_evidence = term_set(evidence)
+    names_in_evidence = term_set(evidence) | term_set(question)
     claims, unsupported = [], []
     for value, unit in dict.fromkeys(_numbers(stated)):
         claims.append(f"{value} {unit}" if unit else value)
@@ -85,7 +86,7 @@ def _canonical(raw: str) -> str:
         return raw
 
 
-def grounded_citations(answer: str, texts: list[str], citations: list[int]) -> list[int] | None:
+def grounded_citations(answer: str, texts: list[str], citations: list[int], question: str = "") -> list[int] | None:
     """`citations` (1-based numbers into `texts`), with the passages added that hold what the cited ones do not;
     None when some claim of the answer is in no passage at all.
 
@@ -93,15 +94,15 @@ def grounded_citations(answer: str, texts: list[str], citations: list[int]) -> l
     retrieved text, so the citation is repaired rather than the answer refused. A value no retrieved passage holds
     came from the model's memory, or was guessed for a near-miss question."""
     grounded = list(citations)
-    missing = check_claims(answer, [texts[n - 1] for n in grounded]).unsupported
+    missing = check_claims(answer, [texts[n - 1] for n in grounded], question=question).unsupported
     if not missing:
         return grounded
-    if not check_claims(answer, texts).supported:
+    if not check_claims(answer, texts, question=question).supported:
         return None
     for number in range(1, len(texts) + 1):  # in retrieval order: the best-ranked passage that helps first
         if number in grounded:
             continue
-        fewer = check_claims(answer, [texts[n - 1] for n in (*grounded, number)]).unsupported
+        fewer = check_claims(answer, [texts[n - 1] for n in (*grounded, number)], question=question).unsupported
         if len(fewer) < len(missing):
             grounded.append(number)
             missing = fewer
