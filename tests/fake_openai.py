@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeOpenAI(ThreadingHTTPServer):
-    """/v1/chat/completions that plays a script of (status, delay) replies, then succeeds."""
+    """/v1/chat/completions that plays a script of (status, delay) replies, then succeeds with `content`: a fixed
+    text, or a function of the request's body."""
 
     daemon_threads = True
 
-    def __init__(self, content: str):
+    def __init__(self, content: str | Callable[[dict], str]):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.script: list[tuple[int, float]] = []
         self.requests: list[dict] = []
@@ -64,7 +66,7 @@ class _Handler(BaseHTTPRequestHandler):
                     {
                         "index": 0,
                         "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": server.content},
+                        "message": {"role": "assistant", "content": _content(server.content, body)},
                     }
                 ],
                 "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
@@ -89,6 +91,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def _content(content: str | Callable[[dict], str], body: dict) -> str:
+    return content(body) if callable(content) else content
 
 
 @contextmanager
