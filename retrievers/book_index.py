@@ -23,6 +23,10 @@ class BookIndex:
         self.store = store or open_store(settings, self.collection)
         self._retriever: QdrantRetriever | None = None
 
+    def __deepcopy__(self, memo):
+        """Shared, not copied: DSPy optimizers deep-copy programs, and an open store is not program state."""
+        return self
+
     def ingest(self, recreate: bool = False, progress: bool | None = None) -> IngestReport:
         return Indexer(self.settings, self.embedder, self.store).ingest(self.book_dir, recreate, progress)
 

@@ -505,3 +505,11 @@ def test_warm_up_without_generation_calls_nothing(make):
     lm = DummyLM([])
     make(lm=lm, answer_mode="extractive").warm_up()
     assert lm.history == []
+
+
+def test_a_deep_copied_program_shares_its_index_and_warns_nothing(index, caplog):
+    program = BookRAG.from_settings(index.settings, index, lm=DummyLM([]))
+    with caplog.at_level("WARNING"):
+        copy = program.deepcopy()  # what every DSPy optimizer does to the student
+    assert copy.index is program.index and copy is not program
+    assert not [r for r in caplog.records if "deep copy" in r.getMessage()]
