@@ -45,6 +45,19 @@ def generated_answers(predictions: Path) -> dict[str, str]:
                 if row["refused"] == "False" and row["mode"] == "generated"}
 
 
+def generated_answer(program, q, query: str, passages) -> str | None:
+    """The LM's answer to `q` when it reaches the content checks: past the gate, the model's verdict, a citation
+    and the claim check; else None."""
+    if not program.gate(query, passages)[0]:
+        return None
+    answer, citations, verdict, mode = program.write_answer(q.question, query, passages, q.history)
+    texts = [p.cited_text for p in passages]
+    if mode == "generated" and verdict and citations and grounded_citations(answer, texts, citations,
+                                                                          q.question) is not None:
+        return answer
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--splits", default="dev", help="comma-separated splits (default dev)")
@@ -68,18 +81,9 @@ def main() -> None:
             for q in rows:
                 query = program.standalone_query(q.question, q.history)
                 passages = program.retrieve(query, k=program.k)
-                if not args.predictions and not program.gate(query, passages)[0]:
+                answer = answered.get(q.id) if args.predictions else generated_answer(program, q, query, passages)
+                if answer is None:
                     continue
-                if args.predictions:
-                    answer = answered.get(q.id)
-                    if answer is None:
-                        continue
-                else:
-                    answer, citations, verdict, mode = program.write_answer(q.question, query, passages, q.history)
-                    texts = [p.cited_text for p in passages]
-                    if not (mode == "generated" and verdict and citations
-                            and grounded_citations(answer, texts, citations, q.question) is not None):
-                        continue
                 correct = q.answerable and all(fact_present(f, answer) for f in q.key_facts)
                 right += correct
                 reached_refuse += not q.answerable

@@ -167,8 +167,9 @@ class BookRAG(dspy.Module):
 
     def standalone_query(self, question: str, history) -> str:
         """A follow-up rewritten to stand alone: by the compiled predictor with a hosted LM, else by reading it with
-        the previous turn, its answer included (`follow_up_text`). Locally a second prompt would evict the answerer's cached prompt prefix (system
-        message and demos) from llama.cpp's KV cache, and re-reading that costs more than the rewrite gains."""
+        the previous turn, its answer included (`follow_up_text`). Locally a second prompt would evict the
+        answerer's cached prompt prefix (system message and demos) from llama.cpp's KV cache, and re-reading that
+        costs more than the rewrite gains."""
         if not history:
             return question
         if self.generates and lm_mode(self.lm) == "hosted":
