@@ -3,7 +3,7 @@ question's best sentences at several word budgets, with the prompt tokens each c
 
     python benchmarks/context_compression.py [--splits train,dev] [--budgets 80,120,150,200] [--data-dir DIR]
 
-Runs on the answerable questions (selected-text ones excepted) of the bundled book and of book A. A question
+Runs on the answerable questions (selected-text ones excepted) of the bundled book, book A and the FastAPI tutorial. A question
 "keeps its facts" when every reference key fact occurs in the context (the same matching as the answer metric).
 Sentences rank by shared words alone, or by shared words plus MiniLM cosine (the program's default). Budgets are
 chosen on train and dev, never on test.
@@ -27,6 +27,7 @@ from retrievers import BookIndex
 BOOKS = {
     "bundled": (BUNDLED_BOOK, BUNDLED_QUESTIONS),
     "book A": (PROJECT_ROOT.parent / "shared/corpora/physical-ai-book-a", PROJECT_ROOT / "datasets/physical-ai-book-a.csv"),
+    "FastAPI": (PROJECT_ROOT.parent / "shared/corpora/fastapi-tutorial", PROJECT_ROOT / "datasets/fastapi-tutorial.csv"),
 }
 
 
