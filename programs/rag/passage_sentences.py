@@ -4,7 +4,8 @@ the LM's context is made of.
 A unit is a sentence, list item, table row or code line. Its score is the question's content words it contains,
 weighted by how rare each word is among the candidates, over the square root of its length, with a small
 preference for higher-ranked passages. A unit that cannot be read alone names the units it needs: a sentence
-announcing a list (`The states are:`) its items, a table row the table's header.
+announcing a list (`The states are:`) its items, a table row the table's header, a sentence that points back
+(`It rejects...`, `...for exactly this reason.`) the sentence before it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ _UNIT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])")
 _MARKUP = re.compile(r"^\s*(?:[-*+]|\d+\.|#+|>)\s+|\*\*|__|`")
 _TABLE_RULER = re.compile(r"^\s*\|?[\s:|-]+\|?\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+\S")
+# A sentence that starts with a pronoun or a connective, or names "this reason", says little without the one before.
+_POINTS_BACK = re.compile(r"^(?:it|its|they|their|this|these|that|those|such|so|thus|hence|therefore|because)\b"
+                          r"|\bthis reason\b", re.IGNORECASE)
 # Fewer words than this read as fragments (a heading's echo, a lone brace); a list item is read whatever its length
 # ("- Fast DDS"), since a list's lead-in needs its items.
 MIN_SENTENCE_WORDS, MIN_CODE_WORDS = 3, 2
@@ -93,7 +97,14 @@ def _units(number: int, text: str) -> list[Sentence]:
             piece = _MARKUP.sub("", piece).strip()
             if len(piece.split()) >= least:
                 units.append(Sentence(number, len(units), piece, False))
-    return [_with_items(u, units) if u.lead_in and not u.code else u for u in units]
+    return [_with_items(u, units) if u.lead_in and not u.code else _with_antecedent(u, units) for u in units]
+
+
+def _with_antecedent(unit: Sentence, units: list[Sentence]) -> Sentence:
+    """A prose sentence that points back needs the unit before it: a sentence, or the code line it explains."""
+    if unit.code or unit.index == 0 or not _POINTS_BACK.search(unit.text):
+        return unit
+    return Sentence(unit.number, unit.index, unit.text, unit.code, ((unit.number, unit.index - 1), *unit.needs))
 
 
 def _with_items(lead_in: Sentence, units: list[Sentence]) -> Sentence:
