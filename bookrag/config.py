@@ -155,6 +155,7 @@ VARIABLES = (
     Variable("BOOKRAG_CHUNK_TOKENS", "chunk_tokens", **_NUMBER, check=_at_least(20)),
     Variable("BOOKRAG_CHUNK_OVERLAP", "chunk_overlap", **_NUMBER, check=_at_least(0)),
     Variable("BOOKRAG_EMBEDDER", "embedder", str.lower, check=_one_of("auto", "local", "cohere")),
+    Variable("BOOKRAG_EMBED_THREADS", "embed_threads", **_NUMBER, check=_at_least(1)),
     Variable("COHERE_API_KEY", "cohere_api_key", Secret),
     Variable("COHERE_MODEL", "cohere_model"),
     Variable("QDRANT_URL", "qdrant_url", check=_http_url(echo=True)),
@@ -185,6 +186,9 @@ class Settings:
     chunk_tokens: int = 250
     chunk_overlap: int = 40
     embedder: str = "auto"  # auto | local | cohere
+    # numpy (BLAS) threads for the local embedding model. 1: on a busy 2-core machine 2 spinning threads made
+    # embedding ~10x slower; 2 pays only on an idle machine, for ingest (README, "Speed").
+    embed_threads: int = 1
     cohere_api_key: Secret | None = field(default=None, repr=False)
     cohere_model: str = "embed-english-v3.0"
     cohere_timeout: float = 30.0

@@ -28,7 +28,7 @@ def make_embedder(settings: Settings, cached: bool = True) -> Embedder:
     else:
         from retrievers.minilm_embedder import MiniLMEmbedder
 
-        embedder = MiniLMEmbedder()
+        embedder = MiniLMEmbedder(threads=settings.embed_threads)
     if not cached:
         return embedder
     from retrievers.embedding_cache import CachedEmbedder

@@ -23,8 +23,7 @@ t-5,What does this say?,true,"[""intro.md""]",[],,selected-text,[],Some selected
 
 
 def env_for(tmp_path):
-    # One torch thread: on a busy 2-core machine two spinning threads made every encode call many times slower.
-    return clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    return clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"))
 
 
 @pytest.mark.slow

