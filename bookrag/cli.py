@@ -75,7 +75,7 @@ def setup_logging(verbose: bool = False) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(ScrubbingFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler])
-    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "urllib3", "sentence_transformers", "filelock"):
+    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "urllib3", "filelock"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
