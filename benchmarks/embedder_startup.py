@@ -169,6 +169,13 @@ def write_fixture(path: Path) -> None:
     print(f"wrote {len(cases)} reference vectors to {path}")
 
 
+def installed(module: str) -> bool:
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: blocked in sys.modules (as the no-torch check does)
+        return False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -190,7 +197,7 @@ def main() -> None:
     if args.write_fixture:
         write_fixture(args.write_fixture)
         return
-    has_old = find_spec("sentence_transformers") is not None and find_spec("torch") is not None
+    has_old = installed("sentence_transformers") and installed("torch")
     impls = ["old", "new"] if has_old else ["new"]
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, {os.cpu_count()} CPUs")
