@@ -22,7 +22,7 @@ _MARKUP = re.compile(r"^\s*(?:[-*+]|\d+\.|#+|>)\s+|\*\*|__|`")
 _TABLE_RULER = re.compile(r"^\s*\|?[\s:|-]+\|?\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+\S")
 # A sentence that starts with a pronoun or a connective, or names "this reason", says little without the one before.
-_POINTS_BACK = re.compile(r"^(?:it|its|they|their|this|these|that|those|such|so|thus|hence|therefore|because)\b"
+_POINTS_BACK = re.compile(r"^(?:it|its|they|their|this|these|that|those|such|so|thus|hence|therefore)\b"
                           r"|\bthis reason\b", re.IGNORECASE)
 # Fewer words than this read as fragments (a heading's echo, a lone brace); a list item is read whatever its length
 # ("- Fast DDS"), since a list's lead-in needs its items.
