@@ -24,7 +24,7 @@ from dspy.utils import DummyLM
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, Settings
-from programs.rag.book_rag import MAX_QUERY_WORDS, BookRAG, valid_citations
+from programs.rag.book_rag import MAX_QUERY_WORDS, BookRAG, format_history, valid_citations
 from programs.rag.chat import Chat
 from programs.refusal.refusal_gate import FEATURES, RefusalGate
 from retrievers.book_index import BookIndex
@@ -175,6 +175,15 @@ def test_gate_above_threshold_calls_the_lm(make):
 
 
 # -- generated answers: verdict and citations --------------------------------------------------------------------
+
+def test_the_history_reads_as_earlier_questions_and_answers_not_as_chat_turns():
+    history = [{"question": "What does robot_state_publisher do?", "answer": "It publishes every link's pose."},
+               {"question": "On which topics?", "answer": "On /tf and /tf_static."}]
+    assert format_history(history) == ("Earlier question: What does robot_state_publisher do?\n"
+                                       "Earlier answer: It publishes every link's pose.\n"
+                                       "Earlier question: On which topics?\nEarlier answer: On /tf and /tf_static.")
+    assert format_history(()) == ""
+
 
 def test_valid_citations_drops_out_of_range_duplicate_and_garbage():
     assert valid_citations([2, 0, 9, "3", "x", None, 2.0, -1, 2], n_passages=3) == [2, 3]
