@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bookrag.cli import (
     EXIT_BELOW_GATE,
@@ -27,6 +28,10 @@ from bookrag.cli import (
 )
 from bookrag.config import BUNDLED_BOOK, MAX_TOP_K, ExpandMode
 from bookrag.errors import BookragError
+from bookrag.live_answer import LiveAnswer
+
+if TYPE_CHECKING:
+    from programs.rag.response import Response
 
 # The seed's contract for the bundled book: (question, a fact the answer must contain), or None = must refuse.
 # Facts are verbatim from datasets/humanoid-primer/ (intro.md, 01-ros2/01 and 02). Two known misses are kept in
@@ -88,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.validate:
         return validate(program, args)
     if args.question and not args.chat:
-        response = program.ask(args.question, top_k=args.top_k, module=args.module)
+        response = answer(program.ask, args.question, args)
         show(response, args)
         return EXIT_REFUSED if response.is_refusal else EXIT_OK
     return chat(program, args)
@@ -120,7 +125,7 @@ def chat(program, args) -> int:
             notice("(conversation cleared)")
             continue
         try:
-            response = conversation.ask(question, top_k=args.top_k, module=args.module)
+            response = answer(conversation.ask, question, args)
         except (BookragError, ValueError) as exc:
             notice(f"error: {exc}")
             continue
@@ -130,6 +135,15 @@ def chat(program, args) -> int:
         show(response, args)
         if not args.json:
             print()
+
+
+def answer(ask, question: str, args) -> Response:
+    """`ask(question)`; on a terminal the answer shows as the model writes it, and the checked answer replaces it."""
+    with LiveAnswer(enabled=not args.json and sys.stdout.isatty()) as live:
+        response = ask(question, top_k=args.top_k, module=args.module, on_answer_text=live.on_text)
+    if note := live.withdrawal(response):
+        notice(note)
+    return response
 
 
 def read_line(prompt: str, args) -> str:

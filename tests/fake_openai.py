@@ -25,6 +25,8 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.delay = 0.0  # seconds before every unscripted reply: a provider's latency
         self.released = threading.Event()  # cuts a slow reply short at teardown
         self.in_flight = self.max_in_flight = 0  # requests being answered at once, and the most seen
+        self.stream_chunk = 4  # characters per chunk of a streamed reply (a request with "stream": true)
+        self.streamed = 0  # replies sent as streams
         self._count = threading.Lock()
 
     @property
@@ -56,6 +58,9 @@ class _Handler(BaseHTTPRequestHandler):
         if status == 200 and server.html is not None:
             self._send(status, server.html.encode(), "text/html")
             return
+        if status == 200 and body.get("stream"):
+            self._stream(server, body)
+            return
         if status == 200:
             reply = {
                 "id": "chatcmpl-1",
@@ -80,6 +85,22 @@ class _Handler(BaseHTTPRequestHandler):
                 }
             }
         self._send(status, json.dumps(reply).encode(), "application/json")
+
+    def _stream(self, server: FakeOpenAI, body: dict) -> None:
+        """A streamed reply as OpenAI sends it: server-sent events of `chat.completion.chunk`s, `stream_chunk`
+        characters of content each, then `data: [DONE]`."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        content = _content(server.content, body)
+        pieces = [content[i:i + server.stream_chunk] for i in range(0, len(content), server.stream_chunk)]
+        deltas = [{"role": "assistant", "content": ""}, *({"content": piece} for piece in pieces), {}]
+        for n, delta in enumerate(deltas):
+            chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": "stop" if n == len(deltas) - 1 else None}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+        server.streamed += 1
 
     def _send(self, status: int, data: bytes, content_type: str) -> None:
         self.send_response(status)

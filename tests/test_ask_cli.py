@@ -7,6 +7,7 @@ three of them load MiniLM; the argument and configuration errors exit before any
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -320,3 +321,59 @@ def test_unknown_expand_value_exits_4(opened, capsys):
         ask.main([IN_SCOPE, "--expand", "everything"])
     assert caught.value.code == 4 and "--expand" in capsys.readouterr().err
     assert "settings" not in opened
+
+
+class DraftingProgram(StubProgram):
+    """Writes the draft "Quillon is 2.7 m tall." through `on_answer_text`, when given one, then replies."""
+
+    def ask(self, question, on_answer_text=None, **kwargs):
+        self.listened = on_answer_text is not None
+        for piece in ("Quillon ", "is 2.7 m ", "tall."):
+            if on_answer_text:
+                on_answer_text(piece)
+        return super().ask(question, **kwargs)
+
+
+def refused(reason: str) -> Response:
+    return Response(answer=REFUSAL_MESSAGE, query="q", is_refusal=True, refusal_reason=reason, mode="refused")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def on_terminal(monkeypatch) -> Terminal:
+    """From here on, stdout is a terminal that keeps what is written to it (called in the test body: pytest sets
+    its own capture back after fixtures)."""
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    return screen
+
+
+@pytest.mark.parametrize("reply, withdrawn", [
+    (lambda q: refused("unsupported_claim"), True),  # the checks refused what was on screen
+    (lambda q: answer("Quillon is 1.4 m tall.", query=q), False),  # the checked answer is the draft
+    (lambda q: refused("model"), False),  # the model's own refusal retracts nothing
+])
+def test_a_terminal_says_when_the_checked_answer_withdraws_the_draft(monkeypatch, capsys, reply, withdrawn):
+    screen = on_terminal(monkeypatch)
+    program = DraftingProgram(reply)
+    ask.answer(program.ask, IN_SCOPE, args())
+    err = capsys.readouterr().err
+    assert program.listened and "Quillon is 2.7 m tall." in screen.getvalue()  # the draft was on screen
+    assert ("failed the answer checks (unsupported_claim) and was withdrawn" in err) == withdrawn
+
+
+def test_a_fallback_to_the_books_sentences_says_the_draft_could_not_be_read(monkeypatch, capsys):
+    on_terminal(monkeypatch)
+    fallback = Response(answer="Quillon is 1.4 m tall and weighs 31 kg.", query="q", mode="extractive-fallback")
+    ask.answer(DraftingProgram(lambda q: fallback).ask, IN_SCOPE, args())
+    assert "could not be read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options", [{}, {"json": True}])
+def test_piped_or_json_output_streams_nothing(capsys, options):
+    program = DraftingProgram(lambda q: answer("Quillon is 1.4 m tall.", query=q))
+    ask.answer(program.ask, IN_SCOPE, args(**options))
+    assert not program.listened

@@ -15,15 +15,20 @@ import re
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 import dspy
 import pytest
+from dspy.clients.cache import Cache
 from dspy.utils import DummyLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from fake_openai import FakeOpenAI, serving
+
 from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, Settings
+from programs.lm.language_model import make_lm
 from programs.rag.book_rag import MAX_QUERY_WORDS, BookRAG, format_history, valid_citations
 from programs.rag.chat import Chat
 from programs.refusal.refusal_gate import FEATURES, RefusalGate
@@ -522,3 +527,55 @@ def test_a_deep_copied_program_shares_its_index_and_warns_nothing(index, caplog)
         copy = program.deepcopy()  # what every DSPy optimizer does to the student
     assert copy.index is program.index and copy is not program
     assert not [r for r in caplog.records if "deep copy" in r.getMessage()]
+
+
+# -- the answer as it is written (DSPy streaming) --------------------------------------------------------------
+
+def chat_reply(answer: str, citations: str = "[1]") -> str:
+    return (f"[[ ## reasoning ## ]]\nPassage 1 gives the height.\n\n[[ ## answer ## ]]\n{answer}\n\n"
+            f"[[ ## citations ## ]]\n{citations}\n\n[[ ## answerable ## ]]\nTrue\n\n[[ ## completed ## ]]")
+
+
+@pytest.fixture
+def hosted_lm(tmp_path, monkeypatch):
+    """`hosted_lm(reply)`: make_lm's hosted model on a fake OpenAI server that streams `reply` 4 characters at a
+    time when asked to stream; no response cache, so every call reaches the server."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    with ExitStack() as servers:
+
+        def build(reply: str):
+            server = servers.enter_context(serving(FakeOpenAI(reply)))
+            lm = make_lm(Settings(data_dir=tmp_path, lm="openai/fake-model", lm_api_base=server.api_base,
+                                  lm_retries=0))
+            monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
+            return lm, server
+
+        yield build
+
+
+def test_the_answer_streams_piece_by_piece_and_the_response_is_the_checked_answer(make, hosted_lm):
+    lm, server = hosted_lm(chat_reply("Quillon is 1.4 m tall."))
+    pieces = []
+    response = make(lm=lm).ask("How tall is Quillon the teaching robot?", on_answer_text=pieces.append)
+    assert server.streamed == 1
+    assert len(pieces) > 3  # the answer arrived in pieces, not whole
+    assert "".join(pieces).strip() == response.answer == "Quillon is 1.4 m tall."
+    assert not response.is_refusal and [c.source for c in response.citations] == ["intro.md"]
+    assert "reasoning" not in "".join(pieces) and "[[" not in "".join(pieces)  # the answer field only
+
+
+def test_a_streamed_draft_the_checks_refuse_is_replaced_by_the_refusal(make, hosted_lm):
+    lm, _ = hosted_lm(chat_reply("Quillon is 2.7 m tall."))  # no passage says 2.7 m
+    pieces = []
+    response = make(lm=lm).ask("How tall is Quillon the teaching robot?", on_answer_text=pieces.append)
+    assert "".join(pieces).strip() == "Quillon is 2.7 m tall."  # what was shown while it was written
+    assert response.is_refusal and response.refusal_reason == "unsupported_claim"
+    assert response.answer == REFUSAL_MESSAGE
+
+
+def test_without_a_listener_nothing_streams(make, hosted_lm):
+    lm, server = hosted_lm(chat_reply("Quillon is 1.4 m tall."))
+    assert make(lm=lm).ask("How tall is Quillon the teaching robot?").answer == "Quillon is 1.4 m tall."
+    assert server.streamed == 0 and server.requests[-1].get("stream") is not True

@@ -11,7 +11,7 @@ import uuid
 import dspy
 import pytest
 from dspy.clients.cache import Cache
-from dspy.lm15 import Message, Request
+from dspy.lm15 import Config, Message, Request
 
 from bookrag.config import Settings
 from bookrag.errors import ConfigError
@@ -211,3 +211,17 @@ def test_a_new_process_loads_the_prompt_prefix_from_disk_instead_of_reading_it_a
     warm = first_call("Say no.")  # a new process: the system message comes from disk, not from the model
     assert warm["prompt_tokens_details"]["cached_tokens"] >= 300
     assert warm["prompt_tokens"] - warm["prompt_tokens_details"]["cached_tokens"] < 20
+
+
+@pytest.mark.slow
+@needs_llama
+def test_a_streamed_reply_is_the_whole_reply_in_pieces_with_its_usage(local_lm):
+    request = Request(model=local_lm.model, system="Reply in a few words.",
+                      messages=(Message.user("Name three primary colors."),), config=Config(max_tokens=16))
+    whole = local_lm.engine.complete(request)
+    events = list(local_lm.engine.stream(request))
+    pieces = [event.delta.text for event in events if event.type == "delta"]
+    assert [events[0].type, events[-1].type] == ["start", "end"]
+    assert len(pieces) > 1 and "".join(pieces) == whole.message.parts[0].text
+    assert events[-1].usage.output_tokens == whole.usage.output_tokens
+    assert events[-1].usage.input_tokens == whole.usage.input_tokens

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,10 @@ from dspy.lm15 import (
     Message,
     Request,
     Response,
+    StreamDeltaEvent,
+    StreamEndEvent,
+    StreamStartEvent,
+    TextDelta,
     TextPart,
     UnsupportedFeatureError,
     Usage,
@@ -120,6 +126,34 @@ class LlamaCppEngine:
         return self
 
     def complete(self, request: Request) -> Response:
+        with self._completion(request, stream=False) as (out, usage):
+            choice = out["choices"][0]
+            return Response(
+                id=out["id"],
+                model=request.model,
+                message=Message.assistant(choice["text"]),
+                finish_reason="length" if choice["finish_reason"] == "length" else "stop",
+                usage=usage(out["usage"]["completion_tokens"]),
+            )
+
+    def stream(self, request: Request) -> Iterator[StreamStartEvent | StreamDeltaEvent | StreamEndEvent]:
+        """The reply as it is written: DSPy's streaming (`dspy.streamify`) shows the answer field word by word."""
+        with self._completion(request, stream=True) as (chunks, usage):
+            yield StreamStartEvent(model=request.model)
+            text, finish = [], "stop"
+            for chunk in chunks:
+                choice = chunk["choices"][0]
+                if choice["text"]:
+                    text.append(choice["text"])
+                    yield StreamDeltaEvent(delta=TextDelta(text=choice["text"]))
+                finish = "length" if choice["finish_reason"] == "length" else finish
+            written = usage(len(self._load().llama.tokenize("".join(text).encode("utf-8"), add_bos=False)))
+        yield StreamEndEvent(finish_reason=finish, usage=written)
+
+    @contextmanager
+    def _completion(self, request: Request, stream: bool):
+        """llama.cpp's completion of `request` (chunks when `stream`), with the model locked until the block ends,
+        and `usage(completion_tokens)` for the Usage to report."""
         if request.tools:
             raise UnsupportedFeatureError("the local model cannot call tools", feature="tools")
         config = request.config
@@ -131,7 +165,7 @@ class LlamaCppEngine:
             _load_prefix(llama, model.prefixes, self._prefix_tokens(llama, messages, tokens), tokens)
             reused = _cached_prefix(llama, tokens)
             try:
-                out = llama.create_completion(
+                yield llama.create_completion(
                     tokens,
                     # Uncapped, a small model can run to the end of the context: never send None.
                     max_tokens=config.max_tokens or self.max_tokens,
@@ -139,20 +173,12 @@ class LlamaCppEngine:
                     top_p=1.0 if config.top_p is None else config.top_p,
                     stop=[*stop, *config.stop],
                     seed=config.seed,
-                )
-            except ValueError as exc:
+                    stream=stream,
+                ), lambda written: Usage(input_tokens=len(tokens), output_tokens=written, cache_read_tokens=reused)
+            except ValueError as exc:  # a stream raises it at its first chunk
                 if "exceed context window" in str(exc):
                     raise ContextLengthError(str(exc), provider="local") from exc
                 raise
-        choice, usage = out["choices"][0], out["usage"]
-        return Response(
-            id=out["id"],
-            model=request.model,
-            message=Message.assistant(choice["text"]),
-            finish_reason="length" if choice["finish_reason"] == "length" else "stop",
-            usage=Usage(input_tokens=usage["prompt_tokens"], output_tokens=usage["completion_tokens"],
-                        cache_read_tokens=reused),
-        )
 
     def _prompt_tokens(self, llama, messages: list[dict[str, str]], reply: bool = True) -> tuple[list[int], list[str]]:
         """The chat template's rendering of `messages` (opening the reply's turn if `reply`), tokenized, and the

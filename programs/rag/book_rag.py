@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import dspy
@@ -26,6 +27,7 @@ from bookrag.config import (
 from bookrag.questions import follow_up_text
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode, make_lm
+from programs.rag.answer_stream import stream_answer
 from programs.rag.answer_with_citations import REASONING, AnswerWithCitations, written_badly
 from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_context
 from programs.rag.extractive_answer import ExtractiveAnswer
@@ -209,7 +211,9 @@ class BookRAG(dspy.Module):
 
     # -- the seed-001 API ------------------------------------------------------------------------------------
     def ask(self, query: str, *, top_k: int | None = None, module: str | None = None, history=None,
-            selected_text: str | None = None) -> Response:
+            selected_text: str | None = None, on_answer_text: Callable[[str], None] | None = None) -> Response:
+        """The answer to `query`, checked. `on_answer_text` receives the LM's answer piece by piece as it is
+        written: a draft, which the returned Response replaces (the checks may refuse it)."""
         if not query or not query.strip():
             raise ValueError("Query cannot be empty")
         if top_k is not None and not 1 <= top_k <= MAX_TOP_K:
@@ -219,9 +223,13 @@ class BookRAG(dspy.Module):
             log.warning("query has %d words; keeping the first %d", len(words), MAX_QUERY_WORDS)
             query = " ".join(words[:MAX_QUERY_WORDS])
         started = time.perf_counter()
+        inputs = {"question": query, "history": tuple(history or ()), "selected_text": selected_text or "",
+                  "module": module, "k": top_k}
         with dspy.context(track_usage=True):
-            pred = self(question=query, history=tuple(history or ()), selected_text=selected_text or "",
-                        module=module, k=top_k)
+            if on_answer_text is None:
+                pred = self(**inputs)
+            else:
+                pred = stream_answer(self, self.generate.predict, on_answer_text, **inputs)
         usage = token_usage(pred)
         return Response(
             answer=pred.answer,
