@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from programs.rag.query_terms import content_terms, term_set
 from retrievers.passage import Passage
@@ -104,9 +104,9 @@ def _with_antecedent(unit: Sentence, units: list[Sentence]) -> Sentence:
     """A prose sentence that points back needs the unit before it: a sentence, or the code line it explains."""
     if unit.code or unit.index == 0 or not _POINTS_BACK.search(unit.text):
         return unit
-    return Sentence(unit.number, unit.index, unit.text, unit.code, ((unit.number, unit.index - 1), *unit.needs))
+    return replace(unit, needs=((unit.number, unit.index - 1), *unit.needs))
 
 
 def _with_items(lead_in: Sentence, units: list[Sentence]) -> Sentence:
     items = tuple((u.number, u.index) for u in units[lead_in.index + 1: lead_in.index + 1 + LIST_ITEMS])
-    return Sentence(lead_in.number, lead_in.index, lead_in.text, lead_in.code, lead_in.needs + items)
+    return replace(lead_in, needs=lead_in.needs + items)
