@@ -7,13 +7,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from book_passages import passage
+
 from programs.rag.context import CompactContext
-from retrievers.passage import Passage
-
-
-def passage(text: str, n: int = 0) -> Passage:
-    return Passage(id=f"p{n}", score=1.0 - 0.1 * n, text=text, title="Launch", heading="", module="",
-                   source=f"{n}.md", url="")
 
 
 def test_a_sentence_that_points_back_brings_the_sentence_before_it():

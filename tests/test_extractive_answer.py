@@ -8,14 +8,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from book_passages import passage
+
 from programs.rag.extractive_answer import ExtractiveAnswer
-from retrievers.passage import Passage
-
-
-def passage(text: str, n: int = 0) -> Passage:
-    return Passage(id=f"p{n}", score=1.0 - 0.1 * n, text=text, title="Book", heading="", module="",
-                   source=f"{n}.md", url="")
-
 
 LIFECYCLE = """ROS 2 nodes follow a specific lifecycle that includes:
 - **Unconfigured**: Initial state after creation
