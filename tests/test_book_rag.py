@@ -354,6 +354,13 @@ def test_selected_text_refuses_when_the_answer_is_not_there(make, index, mode):
     assert index.embedder.queries == []
 
 
+def test_a_selected_text_answer_stating_a_number_the_selection_does_not_hold_is_refused(make):
+    lm = DummyLM([generated(answer="It cuts motor power in under 80 ms.", citations=[1])])
+    response = make(lm=lm).ask("How fast does the wireless emergency stop cut motor power?", selected_text=SELECTION)
+    assert response.is_refusal and response.refusal_reason == "unsupported_claim"
+    assert response.answer == SELECTION_REFUSAL_MESSAGE
+
+
 # -- extractive mode --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("question", list(SOURCES))

@@ -36,6 +36,7 @@ from programs.rag.query_expansion import QuestionParts, interleave
 from programs.rag.response import Citation, Response, ResponseMode
 from programs.rag.rewrite_query import RewriteQuery
 from programs.refusal.answer_checks import check_answer
+from programs.refusal.claim_check import grounded_citations
 from programs.refusal.reasons import RefusalReason
 from programs.refusal.refusal_gate import RefusalGate
 from retrievers.passage import Passage
@@ -197,6 +198,10 @@ class BookRAG(dspy.Module):
         timing = {"retrieval_time_ms": 0.0, "generation_time_ms": (time.perf_counter() - started) * 1000}
         if not verdict or not answer:
             return _refusal(SELECTION_REFUSAL_MESSAGE, RefusalReason.NOT_IN_SELECTION, question, [], {}, timing)
+        # A number, version or name the selection does not hold came from memory. Only this check: on the train and
+        # dev selections, the subject and content checks also refused two right answers (benchmarks in README).
+        if mode == ResponseMode.GENERATED and grounded_citations(answer, [selection.cited_text], [1], question) is None:
+            return _refusal(SELECTION_REFUSAL_MESSAGE, RefusalReason.UNSUPPORTED_CLAIM, question, [], {}, timing)
         return dspy.Prediction(answer=answer, citations=[], passages=[], is_refusal=False, refusal_reason=None,
                                confidence="low", mode=mode, query=question, gate={}, **timing)
 
