@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fake_openai import FakeOpenAI, serving
 
 from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, Settings
+from bookrag.errors import AgentError
 from programs.lm.language_model import make_lm
 from programs.rag.book_rag import MAX_QUERY_WORDS, BookRAG, format_history, valid_citations
 from programs.rag.chat import Chat
@@ -586,3 +587,10 @@ def test_without_a_listener_nothing_streams(make, hosted_lm):
     lm, server = hosted_lm(chat_reply("Quillon is 1.4 m tall."))
     assert make(lm=lm).ask("How tall is Quillon the teaching robot?").answer == "Quillon is 1.4 m tall."
     assert server.streamed == 0 and server.requests[-1].get("stream") is not True
+
+
+def test_a_failing_model_while_streaming_is_the_same_agent_error_as_without(make, hosted_lm):
+    lm, server = hosted_lm(chat_reply("Quillon is 1.4 m tall."))
+    server.script = [(500, 0.0)]  # no retries: the first reply is the failure
+    with pytest.raises(AgentError, match="failed"):
+        make(lm=lm).ask("How tall is Quillon the teaching robot?", on_answer_text=lambda piece: None)
