@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from book_passages import passage
 
 from programs.rag.context import CompactContext
+from programs.rag.passage_sentences import passage_sentences
 
 
 def test_a_sentence_that_points_back_brings_the_sentence_before_it():
@@ -36,3 +37,34 @@ def test_a_sentence_that_stands_alone_brings_nothing_else():
     context = CompactContext(max_words=12)("How often does the walk_to server publish feedback?", [passage(text)])
     assert "feedback at 5 Hz" in context
     assert "offers the walk_to action" not in context
+
+
+def test_a_numbered_item_with_a_bold_label_is_one_unit_with_its_label():
+    text = ("Bring the policy onto hardware in stages:\n"
+            "1. **Bench.** Replay logged commands with the motors unpowered.\n"
+            "2. **Gantry.** Run the policy with the feet about 5 cm above the floor, for 60 seconds.\n")
+    sentences = passage_sentences([passage(text)])
+    assert [s.text for s in sentences][1:] == [
+        "Bench. Replay logged commands with the motors unpowered.",
+        "Gantry. Run the policy with the feet about 5 cm above the floor, for 60 seconds."]
+
+
+def test_a_list_item_brings_the_sentence_that_announces_the_list():
+    text = ("Logs of every run are kept for a week.\n"
+            "The fail-safe functions are:\n"
+            "- Safe Torque Off\n"
+            "- Safe Limited Speed\n")
+    context = CompactContext(max_words=8)("Which function limits speed?", [passage(text)])
+    assert "The fail-safe functions are:" in context and "Safe Limited Speed" in context
+    assert "Logs of every run" not in context
+
+
+def test_a_code_comment_and_the_code_line_it_describes_need_each_other():
+    text = ("The lab world lives in the worlds folder.\n```bash\n"
+            "# start the world running immediately instead of paused\ngz sim -r kestrel_lab.sdf\n"
+            "ros2 run ros_gz_sim create -name kestrel\n```\n")
+    comment, command, other = passage_sentences([passage(text)])[1:]
+    assert command.text == "gz sim -r kestrel_lab.sdf"
+    assert (1, command.index) in comment.needs and (1, comment.index) in command.needs
+    assert other.needs == ()
+

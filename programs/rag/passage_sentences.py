@@ -21,6 +21,7 @@ _UNIT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])")
 _MARKUP = re.compile(r"^\s*(?:[-*+]|\d+\.|#+|>)\s+|\*\*|__|`")
 _TABLE_RULER = re.compile(r"^\s*\|?[\s:|-]+\|?\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+\S")
+_COMMENT = re.compile(r"^(?:#(?!include|!)|//|--\s)")  # a code line that is a comment (not a C include or shebang)
 # A sentence that starts with a pronoun or a connective, or names "this reason", says little without the one before.
 _POINTS_BACK = re.compile(r"^(?:it|its|they|their|this|these|that|those|such|so|thus|hence|therefore)\b"
                           r"|\bthis reason\b", re.IGNORECASE)
@@ -71,7 +72,7 @@ def _units(number: int, text: str) -> list[Sentence]:
     """The sentences, list items, table rows and code lines of passage `number`, without Markdown markup; fences
     and table rulers dropped. A lead-in needs the items after it, a table row its table's header."""
     units: list[Sentence] = []
-    in_code, header = False, None
+    in_code, header, in_list, lead = False, None, False, None
     for line in text.split("\n"):
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
@@ -92,12 +93,49 @@ def _units(number: int, text: str) -> list[Sentence]:
                 units.append(Sentence(number, len(units), _MARKUP.sub("", row).strip(), False, ((number, header),)))
             continue
         header = None
-        least = 1 if _LIST_ITEM.match(stripped) else MIN_SENTENCE_WORDS
-        for piece in _UNIT_SPLIT.split(stripped):
+        if not stripped:
+            continue
+        item = bool(_LIST_ITEM.match(stripped))
+        if item and not in_list:  # a list's items need the sentence that announces it (`The states are:`)
+            lead = units[-1] if units and not units[-1].code and units[-1].lead_in else None
+        in_list = item
+        needs = ((number, lead.index),) if item and lead is not None else ()
+        # The marker goes before the line is split: "1. **Gantry.** Run ..." is one item, not "1.", "Gantry." and
+        # a sentence.
+        for piece in _joined_fragments(_UNIT_SPLIT.split(_MARKUP.sub("", stripped))):
             piece = _MARKUP.sub("", piece).strip()
-            if len(piece.split()) >= least:
-                units.append(Sentence(number, len(units), piece, False))
-    return [_with_items(u, units) if u.lead_in and not u.code else _with_antecedent(u, units) for u in units]
+            if len(piece.split()) >= (1 if item else MIN_SENTENCE_WORDS):
+                units.append(Sentence(number, len(units), piece, False, needs))
+    units = [_with_items(u, units) if u.lead_in and not u.code else _with_antecedent(u, units) for u in units]
+    return [_with_code_comment(u, units) if u.code else u for u in units]
+
+
+def _joined_fragments(pieces: list[str]) -> list[str]:
+    """A piece too short to be read alone (a bold label such as "Gantry.", "Note:") joins the piece after it."""
+    joined: list[str] = []
+    carry = ""
+    for piece in pieces:
+        piece = f"{carry} {piece}".strip() if carry else piece
+        if len(_MARKUP.sub("", piece).split()) < MIN_SENTENCE_WORDS:
+            carry = piece
+            continue
+        joined.append(piece)
+        carry = ""
+    if carry:
+        joined.append(carry)  # a short line of its own ("- Fast DDS") stays, for a list item
+    return joined
+
+
+def _with_code_comment(unit: Sentence, units: list[Sentence]) -> Sentence:
+    """A code comment and the code line after it are read together: the comment says what the line does
+    (`# start the world running immediately` above `gz sim -r kestrel_lab.sdf`)."""
+    before = units[unit.index - 1] if unit.index > 0 else None
+    after = units[unit.index + 1] if unit.index + 1 < len(units) else None
+    if _COMMENT.match(unit.text) and after is not None and after.code and not _COMMENT.match(after.text):
+        return replace(unit, needs=(*unit.needs, (unit.number, after.index)))
+    if not _COMMENT.match(unit.text) and before is not None and before.code and _COMMENT.match(before.text):
+        return replace(unit, needs=((unit.number, before.index), *unit.needs))
+    return unit
 
 
 def _with_antecedent(unit: Sentence, units: list[Sentence]) -> Sentence:
