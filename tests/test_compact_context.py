@@ -68,3 +68,11 @@ def test_a_code_comment_and_the_code_line_it_describes_need_each_other():
     assert (1, command.index) in comment.needs and (1, comment.index) in command.needs
     assert other.needs == ()
 
+
+def test_the_context_keeps_to_the_best_passage_when_a_lower_one_only_looks_alike():
+    best = "The IMU driver keeps 5 messages in its queue."
+    lower = "Topic depth and queue use are discussed for the IMU in a later chapter."
+    context = CompactContext(max_words=10)("What queue depth does the IMU topic use?",
+                                          [passage(best, 0), passage("Gait phases.", 1), passage("Walking.", 2),
+                                           passage(lower, 3)])
+    assert "5 messages in its queue" in context and "[4]" not in context

@@ -19,6 +19,10 @@ from retrievers.passage import Passage
 
 # The local model's budget: ~350-430 prompt tokens, most key facts kept (benchmarks/context_compression.py).
 LOCAL_CONTEXT_WORDS = 160
+# A sentence's rank falls by this much for each place its passage is below the best retrieved one: the context keeps
+# to the best passages, whose sentences read together, instead of collecting look-alike sentences from every passage
+# (every key fact in the context, train+dev: FastAPI 0.827 -> 0.877, the other books unchanged).
+PASSAGE_RANK_PENALTY = 0.2
 
 
 def format_context(passages: list[Passage]) -> str:
@@ -73,10 +77,10 @@ class CompactContext:
         return sorted(chosen, key=lambda s: (s.number, s.index))
 
     def rank(self, question: str, sentences: list[Sentence], passages: list[Passage]) -> dict[Sentence, float]:
-        """Shared words (scaled to 0..1 by the best sentence) plus embedding cosine."""
+        """Shared words (scaled to 0..1 by the best sentence) plus embedding cosine, less the passage's place."""
         lexical = scored_sentences(question, passages)
         top = max(lexical.values(), default=0.0) or 1.0
-        ranks = {s: lexical.get(s, 0.0) / top for s in sentences}
+        ranks = {s: lexical.get(s, 0.0) / top - PASSAGE_RANK_PENALTY * (s.number - 1) for s in sentences}
         if self.embedder is not None and sentences:
             query = np.asarray(self.embedder.embed_query(question))
             vectors = np.asarray(self.embedder.embed_documents([s.text for s in sentences]))
