@@ -1,7 +1,7 @@
 """Does the compact context keep the facts? Key facts present in the LM's context: five whole passages vs the
 question's best sentences at several word budgets, with the prompt tokens each costs.
 
-    python benchmarks/context_compression.py [--splits train,dev] [--budgets 80,120,150,200] [--data-dir DIR]
+    python benchmarks/context_compression.py [--splits train,dev] [--budgets 120,160,200] [--data-dir DIR]
 
 Runs on the answerable questions (selected-text ones excepted) of the bundled book, book A and the FastAPI tutorial. A question
 "keeps its facts" when every reference key fact occurs in the context (the same matching as the answer metric).
