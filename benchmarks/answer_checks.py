@@ -4,8 +4,9 @@
     python benchmarks/answer_checks.py --books book-a --predictions reports/book-a-dev/predictions.csv
 
 The program answers each question as `evaluate.py --zero-shot` does (the local model; DSPy's cache makes a rerun
-cheap). Each content check of `programs/refusal/answer_checks.py` is then run on its own, on every answer that
-passed the gate and the checks before it (the model's verdict, a citation, claims in a retrieved passage):
+cheap). The claim check (numbers, versions and names in a retrieved passage) is run on every answer that passed the
+gate, the model's verdict and a citation; then each content check of `programs/refusal/answer_checks.py` on its own,
+on every answer that also passed the claim check:
 
 - cost: right answers (every key fact present) the check alone would refuse: false refusals it adds;
 - catches: must-refuse questions the check alone refuses: answers it stops.
@@ -35,6 +36,7 @@ from programs.lm.language_model import make_lm
 from programs.rag.book_rag import BookRAG
 from programs.refusal.answer_checks import CONTENT_CHECKS
 from programs.refusal.claim_check import grounded_citations
+from programs.refusal.reasons import RefusalReason
 from retrievers import BookIndex
 
 
@@ -46,16 +48,20 @@ def generated_answers(predictions: Path) -> dict[str, str]:
 
 
 def generated_answer(program, q, query: str, passages) -> str | None:
-    """The LM's answer to `q` when it reaches the content checks: past the gate, the model's verdict, a citation
-    and the claim check; else None."""
+    """The LM's answer to `q` when it reaches the claim check: past the gate, the model's verdict and a citation;
+    else None."""
     if not program.gate(query, passages)[0]:
         return None
     answer, citations, verdict, mode = program.write_answer(q.question, query, passages, q.history)
+    return answer if mode == "generated" and verdict and citations else None
+
+
+def _claims_unsupported(question: str, answer: str, passages) -> bool:
     texts = [p.cited_text for p in passages]
-    if mode == "generated" and verdict and citations and grounded_citations(answer, texts, citations,
-                                                                          q.question) is not None:
-        return answer
-    return None
+    return grounded_citations(answer, texts, list(range(1, len(texts) + 1)), question) is None
+
+
+CHECKS = ((RefusalReason.UNSUPPORTED_CLAIM, _claims_unsupported), *CONTENT_CHECKS)
 
 
 def main() -> None:
@@ -71,8 +77,8 @@ def main() -> None:
         book, questions_path = LABELED[name]
         rows = [q for q in load_questions(questions_path) if q.split in splits and not q.selected_text]
         settings = Settings(data_dir=args.data_dir, book_dir=book)
-        cost = {reason: [] for reason, _ in CONTENT_CHECKS}
-        catches = {reason: [] for reason, _ in CONTENT_CHECKS}
+        cost = {reason: [] for reason, _ in CHECKS}
+        catches = {reason: [] for reason, _ in CHECKS}
         right = reached_refuse = 0
         answered = generated_answers(args.predictions) if args.predictions else {}
         with BookIndex(settings, book) as index:
@@ -87,15 +93,19 @@ def main() -> None:
                 correct = q.answerable and all(fact_present(f, answer) for f in q.key_facts)
                 right += correct
                 reached_refuse += not q.answerable
-                for reason, fails in CONTENT_CHECKS:
-                    if fails(q.question, answer, passages) and (correct or not q.answerable):
+                for reason, fails in CHECKS:
+                    if not fails(q.question, answer, passages):
+                        continue
+                    if correct or not q.answerable:
                         (cost if correct else catches)[reason].append(q.id)
                         if args.show:
                             print(f"  {reason} {'COST' if correct else 'catch'} {q.id}: {answer}")
+                    if reason is RefusalReason.UNSUPPORTED_CLAIM:
+                        break  # the content checks read only answers whose claims a retrieved passage holds
         n_answerable = sum(q.answerable for q in rows)
         print(f"{name} ({', '.join(sorted(splits))}): {n_answerable} answerable, {right} right answers reach the "
-              f"content checks; {reached_refuse} must-refuse answers reach them")
-        for reason, _ in CONTENT_CHECKS:
+              f"claim check; {reached_refuse} must-refuse answers reach it")
+        for reason, _ in CHECKS:
             print(f"  {reason:24s} cost {len(cost[reason])} ({len(cost[reason]) / max(1, n_answerable):.1%} of "
                   f"answerable) {' '.join(cost[reason])}; catches {len(catches[reason])} {' '.join(catches[reason])}")
 
