@@ -86,6 +86,24 @@ def test_a_number_in_a_table_row_about_the_subject_passes_with_the_rows_header()
     assert check("What is the budget of planning?", "Planning has a budget of 900 ms.", citations=(3,)).passed
 
 
+JOINT_LIMITS = passage("| Joint | Lower (rad) | Upper (rad) |\n|---|---|---|\n| l_hip_pitch | -1.80 | 0.90 |\n"
+                       "| l_shoulder_pitch | -3.00 | 1.00 |\n| l_knee | 0.00 | 2.35 |", 1)
+
+
+def test_a_number_from_the_row_of_another_thing_is_refused():
+    # "pitch" is in both rows' labels, but only l_hip_pitch names the hip pitch
+    question = "What is the upper limit of the hip pitch joint?"
+    refused = check_answer(question, "The hip pitch joint's upper limit is 1.00 rad.", [1], [JOINT_LIMITS])
+    assert refused.refusal is RefusalReason.VALUE_OFF_SUBJECT
+    assert check_answer(question, "The hip pitch joint's upper limit is 0.90 rad.", [1], [JOINT_LIMITS]).passed
+
+
+def test_a_question_about_two_rows_may_take_a_number_from_each():
+    question = "What are the upper limits of the hip pitch and knee joints?"
+    answer = "The hip pitch joint reaches 0.90 rad and the knee 2.35 rad."
+    assert check_answer(question, answer, [1], [JOINT_LIMITS]).passed
+
+
 @pytest.mark.parametrize("code, question, answer", [
     ("```csharp\npublic int rosPort = 10000;\n```", "Which port does the Unity script reach ROS on?", "Port 10000."),
     ("```yaml\nsafety:\n  max_linear_speed: 0.3\n```", "What is the linear speed limit?", "It is 0.3 m/s."),

@@ -52,6 +52,29 @@ def test_a_number_or_name_no_cited_passage_holds_fails(answer, unsupported):
     assert unsupported in check.unsupported
 
 
+@pytest.mark.parametrize("answer, passage, unsupported", [
+    ("The scenes generated 2 labeled images.", "Labelers write 2D bounding boxes beside each image.", "2"),
+    ("The camera records at 4 fps.", "The camera records 4K video.", "4 fps"),
+    ("The pelvis link has a mass of 1.0 kg.", "Module 1 converts Kestrel's URDF.", "1 kg"),
+    ("The whole loop takes 2 s.", "Install ROS 2 on the robot.", "2 s"),
+])
+def test_a_number_that_is_part_of_a_name_holds_no_quantity(answer, passage, unsupported):
+    # "2D", "4K" and "Module 1" number a thing; they do not measure one
+    assert unsupported in check_claims(answer, [passage]).unsupported
+
+
+@pytest.mark.parametrize("answer, passage", [
+    ("Install ROS 2.", "Install ROS 2 on the robot."),
+    ("Build the world in Module 1.", "Module 1 converts Kestrel's URDF."),
+    ("It draws 2D bounding boxes.", "Labelers write 2D bounding boxes."),
+    ("It is 5 times faster.", "Up to 5x faster than the CPU path."),
+    ("The step length is 0.4 m.", "max_step_length: 0.4"),  # a bare figure in code takes the answer's unit
+])
+def test_a_number_stated_as_the_passage_states_it_passes(answer, passage):
+    check = check_claims(answer, [passage])
+    assert check.supported, check.unsupported
+
+
 def test_only_the_cited_passages_count():
     answer = "The images select rmw_cyclonedds_cpp."
     assert check_claims(answer, PASSAGES[1:2]).supported

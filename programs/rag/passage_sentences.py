@@ -41,6 +41,7 @@ class Sentence:
     text: str
     code: bool
     needs: tuple[tuple[int, int], ...] = ()  # (number, index) of the units it cannot be read without
+    row: bool = False  # a table row under its header (the one unit it needs)
 
     @property
     def lead_in(self) -> bool:
@@ -90,7 +91,8 @@ def _units(number: int, text: str) -> list[Sentence]:
                 header = len(units)
                 units.append(Sentence(number, header, _MARKUP.sub("", row).strip(), False))
             else:
-                units.append(Sentence(number, len(units), _MARKUP.sub("", row).strip(), False, ((number, header),)))
+                units.append(Sentence(number, len(units), _MARKUP.sub("", row).strip(), False, ((number, header),),
+                                      row=True))
             continue
         header = None
         if not stripped:

@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from programs.rag.query_terms import name_terms, term_set
 
 # A number, then optionally a unit word right after it. Thousands separators only in groups of three ("10,000").
-_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)(?:\s?([a-zA-Zµ°%][\w/²³·°]*))?")
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)(?:(\s?)([a-zA-Zµ°%][\w/²³·°]*))?")
 _CITATION = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")  # "[2]", "[1, 3]": passage numbers, not claims
 _LIST_NUMBER = re.compile(r"^\s*\d+[.)]\s", re.MULTILINE)
 _UNITS = {
@@ -29,9 +29,13 @@ _UNITS = {
     "v": ("v", "volt", "volts"), "w": ("w", "watt", "watts"), "a": ("amp", "amps", "ampere", "amperes"),
     "n": ("n", "newton", "newtons"), "nm": ("nm", "n·m", "newton-meters"), "gb": ("gb", "gigabyte", "gigabytes"),
     "mb": ("mb", "megabyte", "megabytes"), "tb": ("tb", "terabyte", "terabytes"), "fps": ("fps",),
-    "m/s": ("m/s",), "rad/s": ("rad/s",), "m/s²": ("m/s²", "m/s2"), "kg·m²": ("kg·m²", "kg·m2"), "mah": ("mah",),
+    "x": ("x", "times"), "m/s": ("m/s",), "rad/s": ("rad/s",), "m/s²": ("m/s²", "m/s2"), "kg·m²": ("kg·m²", "kg·m2"),
+    "mah": ("mah",),
 }
 _UNIT = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
+# A bare number right after a capitalized word numbers a name ("Module 1", "ROS 2", "Step 3"): it is no quantity.
+_NAME_BEFORE = re.compile(r"\b[A-Z][A-Za-z]* $")
+NAME_NUMBER = "#"  # the unit of such a number: it holds no claim with a unit ("1 kg")
 
 
 @dataclass(frozen=True)
@@ -53,10 +57,10 @@ def check_claims(answer: str, passages: Iterable[str], names: bool = True, quest
     names_in_evidence = term_set(evidence) | term_set(question)
     claims, unsupported = [], []
     for value, unit in dict.fromkeys(_numbers(stated)):
-        claims.append(f"{value} {unit}" if unit else value)
-        # A unit the passage leaves out ("mass: 24" in a table under "kg") is not a contradiction; another unit is.
+        claims.append(f"{value} {unit}" if unit not in (None, NAME_NUMBER) else value)
+        # A unit the passage leaves out (`max_step_length: 0.4` for "0.4 m") is not a contradiction; another unit is.
         if not ((value, unit) in numbers_in_evidence or (value, None) in numbers_in_evidence
-                or (unit is None and any(v == value for v, _ in numbers_in_evidence))):
+                or (unit in (None, NAME_NUMBER) and any(v == value for v, _ in numbers_in_evidence))):
             unsupported.append(claims[-1])
     for name in name_terms(stated) if names else ():
         if name[0].isdigit():  # "1.2m", "24-kg": a number, checked above with its unit
@@ -68,11 +72,16 @@ def check_claims(answer: str, passages: Iterable[str], names: bool = True, quest
 
 
 def _numbers(text: str) -> list[tuple[str, str | None]]:
-    """(canonical value, canonical unit or None) of every number in the text."""
+    """(canonical value, canonical unit, NAME_NUMBER or None) of every quantity in the text."""
     found = []
     for match in _NUMBER.finditer(text):
-        raw, word = match.group(1).replace(",", ""), (match.group(2) or "").lower()
-        found.append((_canonical(raw), _UNIT.get(word)))
+        raw, space, word = match.group(1).replace(",", ""), match.group(2), (match.group(3) or "").lower()
+        if word and not space and word not in _UNIT:  # "2D", "4K", "1st": a name or an ordinal, not a quantity
+            continue
+        unit = _UNIT.get(word)
+        if unit is None and _NAME_BEFORE.search(text, max(0, match.start() - 40), match.start()):
+            unit = NAME_NUMBER
+        found.append((_canonical(raw), unit))
     return found
 
 

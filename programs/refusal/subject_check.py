@@ -28,17 +28,27 @@ _IDENTIFIER_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 def subject_sentences(question: str, sentences: list[Sentence]) -> list[str]:
     """The texts of the sentences that share a distinctive word with the question, or whose neighbour does (a code
     line under its comment, a value after the sentence that introduces it), each with the sentences it needs (a
-    table row its header, a list's lead-in its items)."""
+    table row its header, a list's lead-in its items). A table row is about the subject by its own words, unless another
+    row's label (first cell) names all of the subject its label names, and more: the `l_shoulder_pitch` row holds no
+    figure of the hip pitch when the `l_hip_pitch` row is there."""
     words = {s: _words(s.text) for s in sentences}
     by_place = {(s.number, s.index): s for s in sentences}
     limit = max(1.0, MAX_SUBJECT_WORD_SHARE * len(sentences))
     terms = {t for t in content_terms(question) if sum(t in w for w in words.values()) <= limit}
+    named = {s: terms & _words(_label(s)) for s in sentences if s.row}
 
     def about(s: Sentence) -> bool:
+        if s.row:  # no other row of its table names more of the subject ("hip pitch" over "pitch")
+            outnamed = any(named[s] < named[o] for o in named if o.needs == s.needs)
+            return not outnamed and bool(named[s] or terms & words[s])
         near = (by_place.get((s.number, s.index + step)) for step in (-1, 0, 1))
-        return any(terms & words[n] for n in near if n is not None)
+        return any(terms & words[n] for n in near if n is not None and not n.row)
 
     return [" ".join([by_place[p].text for p in s.needs if p in by_place] + [s.text]) for s in sentences if about(s)]
+
+
+def _label(row: Sentence) -> str:
+    return row.text.split(" | ", 1)[0]
 
 
 def _words(text: str) -> set[str]:
