@@ -80,9 +80,9 @@ def test_a_clearly_worse_candidate_is_dropped_after_the_subset_and_zero_shot_nev
 
 
 def test_every_survivor_is_scored_on_the_same_questions_in_the_same_order():
-    programs = [(ZERO_SHOT, ScriptedProgram(knows=True)), (BOOTSTRAP_2, ScriptedProgram(knows=True))]
+    programs = [(ZERO_SHOT, ScriptedProgram(knows=False)), (BOOTSTRAP_2, ScriptedProgram(knows=True))]
     scored = score_candidates(programs, DEV, SelectionRule(), progress=False, say=lambda *_: None)
-    assert all(s.dropped is None for s in scored)  # a tie drops nothing
+    assert all(s.dropped is None for s in scored)
     assert [r.id for r in scored[0].rows] == [r.id for r in scored[1].rows]
     assert sorted(r.id for r in scored[0].rows) == sorted(q.id for q in DEV)
 
@@ -100,3 +100,16 @@ def test_the_dev_subset_is_seeded_and_holds_both_kinds_of_question():
     assert [q.id for q in subset] == [q.id for q in DEV if q in subset]  # in dev order
     assert dev_subset(DEV, SelectionRule(seed=0)) == (subset, rest)
     assert dev_subset(DEV, SelectionRule(seed=1))[0] != subset
+
+
+def test_a_candidate_no_better_than_zero_shot_on_the_subset_is_dropped(bar_descriptions):
+    # bootstrap-2 ties zero-shot: not clearly worse than the best, but it cannot win on dev without a gain
+    zero_shot, two = ScriptedProgram(knows=True), ScriptedProgram(knows=True)
+    said = []
+    scored = score_candidates([(ZERO_SHOT, zero_shot), (BOOTSTRAP_2, two)], DEV, SelectionRule(), progress=False,
+                              say=said.append)
+    dropped = scored[1]
+    assert dropped.futile and (dropped.dropped.candidate, dropped.dropped.baseline) == ("zero-shot", "bootstrap-2")
+    assert not dropped.dropped.won and len(two.asked) == 12 and len(zero_shot.asked) == 24
+    assert said[1].startswith("dropped bootstrap-2 after the dev subset: no better than zero-shot there")
+    assert bar_descriptions[-1] == "dev rest: zero-shot"

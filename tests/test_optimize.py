@@ -180,7 +180,9 @@ def test_candidates_that_tie_with_zero_shot_leave_the_zero_shot_program_with_its
     assert program.gate.calibrated
     assert all(c.program.gate.dump_state() == program.gate.dump_state() for c in result.candidates)  # gate kept
     assert result.selection["chosen"] == "zero-shot" and result.program is program
-    assert result.selection["reason"].startswith("zero-shot kept: no candidate beat it outside noise (best ")
+    # a tie on the dev subset is futile: the candidates are dropped before the rest of dev
+    assert result.selection["reason"].startswith("zero-shot kept: ")
+    assert all(c["status"] == "dropped" and c["dropped"]["futile"] for c in result.selection["candidates"][1:])
     assert verdict(result.selection) == ("Compiling did not beat zero-shot on dev: kept the zero-shot program "
                                          "(with this book's refusal gate).")
     assert set(result.scores) == {"dev"}  # train is not scored: every scored question is an LM call
@@ -276,10 +278,13 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
     selection = manifest["selection"]  # every candidate's dev figures, the kept one and why
     assert [c["name"] for c in selection["candidates"]] == ["zero-shot", "bootstrap-2", "bootstrap-4"]
     for candidate in selection["candidates"]:
-        assert candidate["n"] == 4 and candidate["dropped"] is None
         assert {"combined", "answer_accuracy", "refusal_recall", "false_refusal_rate", "token_f1"} <= set(candidate)
-    # Extractive answers run no predictor, so demos change nothing: every candidate ties and zero-shot is kept.
-    assert selection["chosen"] == "zero-shot" and selection["reason"].startswith("zero-shot kept: no candidate beat")
+    # Extractive answers run no predictor, so demos change nothing: every candidate ties with zero-shot on the dev
+    # subset, is dropped there as futile, and zero-shot is kept.
+    zero_shot, *compiled = selection["candidates"]
+    assert zero_shot["n"] == 4 and zero_shot["dropped"] is None
+    assert all(c["n"] == 2 and c["dropped"]["futile"] for c in compiled)
+    assert selection["chosen"] == "zero-shot" and selection["reason"].startswith("zero-shot kept: bootstrap-2 dropped")
     assert selection["rule"] == {"resamples": 2000, "confidence": 0.95, "subset_share": 0.5, "seed": 0}
     assert manifest["scores"]["dev"]["before"] == manifest["scores"]["dev"]["after"]
     assert json.loads((out / "program.json").read_text())["generate.predict"]["demos"] == []
@@ -294,7 +299,7 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
     shown = capsys.readouterr().out
     rows = [line.split() for line in shown.splitlines() if line.startswith(("zero-shot ", "bootstrap-"))]
     assert [(row[0], row[1], " ".join(row[7:])) for row in rows] == [  # name, n, 5 figures, status
-        ("zero-shot", "4", "kept"), ("bootstrap-2", "4", "not kept"), ("bootstrap-4", "4", "not kept")]
+        ("zero-shot", "4", "kept"), ("bootstrap-2", "2", "dropped"), ("bootstrap-4", "2", "dropped")]
     assert ("Compiling did not beat zero-shot on dev: kept the zero-shot program (with this book's refusal gate).\n"
             f"Why: {selection['reason']}\n") in shown
 

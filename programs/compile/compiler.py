@@ -81,7 +81,8 @@ def _record(selection: Selection, scored: list[ScoredCandidate], rule: Selection
         "reason": _reason(selection, scored),
         "rule": rule.as_dict(),
         "candidates": [{"name": s.name, "status": _status(s, selection.chosen), **_figures(s.rows),
-                        "dropped": s.dropped.as_dict() if s.dropped else None} for s in scored],
+                        "dropped": {**s.dropped.as_dict(), "futile": s.futile} if s.dropped else None}
+                       for s in scored],
         "comparisons": [c.as_dict() for c in selection.comparisons],
     }
 
@@ -108,7 +109,8 @@ def _build(candidate: Candidate, program, train: list[Question], dev: list[Quest
 
 def _reason(selection: Selection, scored: list[ScoredCandidate]) -> str:
     """The selection's reason, with the candidates successive halving dropped before it."""
-    dropped = [f"{s.name} dropped after the dev subset ({s.dropped.brief()})" for s in scored if s.dropped]
+    dropped = [f"{s.name} dropped after the dev subset{', no better than zero-shot' if s.futile else ''} "
+               f"({s.dropped.brief()})" for s in scored if s.dropped]
     if not dropped:
         return selection.reason
     if not selection.comparisons:  # every other candidate was dropped

@@ -1,9 +1,11 @@
-"""Successive halving: score every candidate on a seeded part of dev, drop those clearly worse than the best there,
-and score the rest of dev for the survivors only. With a local model every scored question is an LM call of ~10 s,
-so each dropped candidate saves the rest of a dev pass.
+"""Successive halving: score every candidate on a seeded part of dev, drop those clearly worse than the best there or
+no better than zero-shot, and score the rest of dev for the survivors only. With a local model every scored question
+is an LM call of ~10-15 s, so each dropped candidate saves the rest of a dev pass.
 
 "Clearly worse" is the selection rule turned around: the best candidate on the subset beats it outside noise
-(programs/compile/selection.py). The first candidate, zero-shot, is the fallback and is never dropped.
+(programs/compile/selection.py). "No better than zero-shot" is futility: a candidate replaces zero-shot only with a
+gain outside noise on all of dev, which one that has gained nothing on half of dev almost never shows. The first
+candidate, zero-shot, is the fallback and is never dropped.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ class ScoredCandidate:
     candidate: Candidate
     program: object
     rows: list[QuestionRow]  # the subset's rows, then the rest's: the same question order for every candidate
-    dropped: Comparison | None = None  # the best candidate's win over it on the subset, when that dropped it
+    dropped: Comparison | None = None  # the comparison on the subset that dropped it: the best's win, or zero-shot's lead
+    futile: bool = False  # dropped for gaining nothing over zero-shot on the subset
 
     @property
     def name(self) -> str:
@@ -51,13 +54,16 @@ def score_candidates(candidates: list[tuple[Candidate, object]], dev: list[Quest
     say(f"{part} ({len(subset)} of {len(dev)} questions): combined "
         + ", ".join(f"{s.name} {s.mean:.3f}" for s in scored))
     best = max(scored, key=lambda s: s.mean)  # ties: the simpler
+    fallback = scored[0]
     for s in scored[1:]:
-        if s is best:
-            continue
-        comparison = compare(best.name, best.scores, s.name, s.scores, rule)
-        if comparison.won:
+        comparison = compare(best.name, best.scores, s.name, s.scores, rule) if s is not best else None
+        if comparison is not None and comparison.won:
             s.dropped = comparison
             say(f"dropped {s.name} after the dev subset ({comparison.describe(rule)})")
+        elif s.mean <= fallback.mean:
+            s.dropped, s.futile = compare(fallback.name, fallback.scores, s.name, s.scores, rule), True
+            say(f"dropped {s.name} after the dev subset: no better than {fallback.name} there "
+                f"({s.dropped.describe(rule)})")
     for s in scored:
         if s.dropped is None:
             s.rows += _rows(s.candidate, s.program, rest, "dev rest", progress)
