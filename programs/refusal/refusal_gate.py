@@ -44,7 +44,14 @@ MAX_FALSE_REFUSAL = 0.05  # share of answerable questions a gate may refuse: out
 _OVERRIDE = re.compile(
     r"ignore (all |any |your |the |previous |prior )*(instructions|rules|context|book)|system prompt|"
     r"you are now|pretend (to be|you)|forget (the|your|about)|general knowledge|jailbreak|developer mode|"
-    r"disregard|as (an|the) admin|act as",
+    r"disregard|as (an|the) admin|act as|"
+    # a message posing as the system's, the developers' or the editors' ("SYSTEM NOTICE:", "</context>")
+    r"\b(system|developer|admin) (notice|override)|"
+    r"\bnew (system |developer )?(message|instruction|policy)|</?(context|system)>|"
+    # leave to break the rules, or a request for the rules themselves
+    r"\bfrom (your )?(own )?memory\b|\b(skip|drop|without) (the |your )?(citations?|restrictions|rules)\b|"
+    r"\b(citation|refusal) (rules|policy)\b|\bhidden (instructions|configuration|prompt)|role-?play|debug mode|"
+    r"\b(repeat|print|output|reveal)\b[^.?!]*\b(instructions|your (retrieved )?context)\b",
     re.IGNORECASE,
 )
 
