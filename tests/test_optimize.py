@@ -235,14 +235,16 @@ def test_compiled_candidates_clearly_worse_on_the_dev_subset_are_dropped_and_zer
     result = compile_program(program, split(questions, "train"), split(questions, "dev"),
                              OptimizerSettings("bootstrap", max_demos=4), progress=False, say=said.append)
     candidates = result.selection["candidates"]
+    # both dropped after the dev subset: nothing is left to challenge zero-shot, so the rest of dev is not answered
     assert [(c["name"], c["status"], c["n"]) for c in candidates] == [
-        ("zero-shot", "kept", 10), ("bootstrap-2", "dropped", 5), ("bootstrap-4", "dropped", 5)]
+        ("zero-shot", "kept", 5), ("bootstrap-2", "dropped", 5), ("bootstrap-4", "dropped", 5)]
     for dropped in candidates[1:]:
         assert (dropped["dropped"]["candidate"], dropped["dropped"]["won"]) == ("zero-shot", True)
     reason = result.selection["reason"]
     assert reason.startswith("zero-shot kept: bootstrap-2 dropped after the dev subset (zero-shot: +")
     assert "; bootstrap-4 dropped after the dev subset (zero-shot: +" in reason
     assert any(line.startswith("dropped bootstrap-4 after the dev subset (zero-shot: +") for line in said)
+    assert said[-1] == "every other candidate dropped: zero-shot kept without answering the rest of dev"
     assert result.program is program and verdict(result.selection).startswith("Compiling did not beat zero-shot")
 
 
@@ -280,9 +282,9 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
     for candidate in selection["candidates"]:
         assert {"combined", "answer_accuracy", "refusal_recall", "false_refusal_rate", "token_f1"} <= set(candidate)
     # Extractive answers run no predictor, so demos change nothing: every candidate ties with zero-shot on the dev
-    # subset, is dropped there as futile, and zero-shot is kept.
+    # subset, is dropped there as futile, and zero-shot is kept without answering the rest of dev.
     zero_shot, *compiled = selection["candidates"]
-    assert zero_shot["n"] == 4 and zero_shot["dropped"] is None
+    assert zero_shot["n"] == 2 and zero_shot["dropped"] is None
     assert all(c["n"] == 2 and c["dropped"]["futile"] for c in compiled)
     assert selection["chosen"] == "zero-shot" and selection["reason"].startswith("zero-shot kept: bootstrap-2 dropped")
     assert selection["rule"] == {"resamples": 2000, "confidence": 0.95, "subset_share": 0.5, "seed": 0}
@@ -299,7 +301,7 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
     shown = capsys.readouterr().out
     rows = [line.split() for line in shown.splitlines() if line.startswith(("zero-shot ", "bootstrap-"))]
     assert [(row[0], row[1], " ".join(row[7:])) for row in rows] == [  # name, n, 5 figures, status
-        ("zero-shot", "4", "kept"), ("bootstrap-2", "2", "dropped"), ("bootstrap-4", "2", "dropped")]
+        ("zero-shot", "2", "kept"), ("bootstrap-2", "2", "dropped"), ("bootstrap-4", "2", "dropped")]
     assert ("Compiling did not beat zero-shot on dev: kept the zero-shot program (with this book's refusal gate).\n"
             f"Why: {selection['reason']}\n") in shown
 

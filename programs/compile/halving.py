@@ -5,7 +5,8 @@ is an LM call of ~10-15 s, so each dropped candidate saves the rest of a dev pas
 "Clearly worse" is the selection rule turned around: the best candidate on the subset beats it outside noise
 (programs/compile/selection.py). "No better than zero-shot" is futility: a candidate replaces zero-shot only with a
 gain outside noise on all of dev, which one that has gained nothing on half of dev almost never shows. The first
-candidate, zero-shot, is the fallback and is never dropped.
+candidate, zero-shot, is the fallback and is never dropped; when every other candidate is dropped, it is kept
+without answering the rest of dev, and its figures cover the subset.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class ScoredCandidate:
 def score_candidates(candidates: list[tuple[Candidate, object]], dev: list[Question], rule: SelectionRule,
                      progress: bool | None = None, say=print) -> list[ScoredCandidate]:
     """Every (candidate, program) scored on dev by successive halving, in the order given; the first is the fallback
-    and is scored on all of dev. A dropped candidate's rows cover the subset only."""
+    and is scored on all of dev unless every other candidate is dropped. A dropped candidate's rows cover the subset
+    only."""
     subset, rest = dev_subset(dev, rule) if len(candidates) > 1 else (dev, [])
     part = "dev subset" if rest else "dev"
     scored = [ScoredCandidate(c, program, _rows(c, program, subset, part, progress)) for c, program in candidates]
@@ -64,9 +66,12 @@ def score_candidates(candidates: list[tuple[Candidate, object]], dev: list[Quest
             s.dropped, s.futile = compare(fallback.name, fallback.scores, s.name, s.scores, rule), True
             say(f"dropped {s.name} after the dev subset: no better than {fallback.name} there "
                 f"({s.dropped.describe(rule)})")
-    for s in scored:
-        if s.dropped is None:
-            s.rows += _rows(s.candidate, s.program, rest, "dev rest", progress)
+    survivors = [s for s in scored if s.dropped is None]
+    if survivors == [fallback]:  # nothing left to challenge zero-shot: the rest of dev would decide nothing
+        say(f"every other candidate dropped: {fallback.name} kept without answering the rest of dev")
+        return scored
+    for s in survivors:
+        s.rows += _rows(s.candidate, s.program, rest, "dev rest", progress)
     return scored
 
 
