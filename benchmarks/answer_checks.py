@@ -35,7 +35,7 @@ from programs.evaluate.metrics import fact_present
 from programs.lm.language_model import make_lm
 from programs.rag.book_rag import BookRAG
 from programs.refusal.answer_checks import CONTENT_CHECKS
-from programs.refusal.claim_check import grounded_citations
+from programs.refusal.claim_check import check_claims
 from programs.refusal.reasons import RefusalReason
 from retrievers import BookIndex
 
@@ -57,8 +57,8 @@ def generated_answer(program, q, query: str, passages) -> str | None:
 
 
 def _claims_unsupported(question: str, answer: str, passages) -> bool:
-    texts = [p.cited_text for p in passages]
-    return grounded_citations(answer, texts, list(range(1, len(texts) + 1)), question) is None
+    # what `grounded_citations` refuses: a claim that no retrieved passage holds, whatever the answer cites
+    return not check_claims(answer, [p.cited_text for p in passages], question=question).supported
 
 
 CHECKS = ((RefusalReason.UNSUPPORTED_CLAIM, _claims_unsupported), *CONTENT_CHECKS)
