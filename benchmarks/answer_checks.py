@@ -5,7 +5,7 @@
 
 The program answers each question as `evaluate.py --zero-shot` does (the local model; DSPy's cache makes a rerun
 cheap). The claim check (numbers, versions and names in a retrieved passage) is run on every answer that passed the
-gate, the model's verdict and a citation; then each content check of `programs/refusal/answer_checks.py` on its own,
+gate and the model's verdict; then each content check of `programs/refusal/answer_checks.py` on its own,
 on every answer that also passed the claim check:
 
 - cost: right answers (every key fact present) the check alone would refuse: false refusals it adds;
@@ -48,12 +48,11 @@ def generated_answers(predictions: Path) -> dict[str, str]:
 
 
 def generated_answer(program, q, query: str, passages) -> str | None:
-    """The LM's answer to `q` when it reaches the claim check: past the gate, the model's verdict and a citation;
-    else None."""
+    """The LM's answer to `q` when it reaches the claim check: past the gate and the model's verdict; else None."""
     if not program.gate(query, passages)[0]:
         return None
-    answer, citations, verdict, mode = program.write_answer(q.question, query, passages, q.history)
-    return answer if mode == "generated" and verdict and citations else None
+    answer, _, verdict, mode = program.write_answer(q.question, query, passages, q.history)
+    return answer if mode == "generated" and verdict else None
 
 
 def _claims_unsupported(question: str, answer: str, passages) -> bool:

@@ -37,8 +37,19 @@ def test_the_models_own_no_is_a_model_refusal():
     assert check("How tall?", "…", answerable=False).refusal is RefusalReason.MODEL
 
 
-def test_an_answer_citing_nothing_is_refused():
-    assert check("How tall is Kestrel?", "Kestrel is 1.2 m tall.", citations=()).refusal is RefusalReason.NO_CITATION
+def test_an_answer_citing_nothing_and_stating_nothing_a_passage_holds_is_refused():
+    assert check("Why is Kestrel tall?", "Being tall helps it reach shelves.", citations=()).refusal \
+        is RefusalReason.NO_CITATION
+
+
+def test_an_answer_citing_nothing_gets_the_passage_that_holds_its_value_cited():
+    checked = check("How tall is Kestrel?", "Kestrel is 1.2 m tall.", citations=())
+    assert checked.passed and checked.citations == [1]
+
+
+def test_an_answer_citing_nothing_with_a_value_no_passage_holds_is_an_unsupported_claim():
+    assert check("How tall is Kestrel?", "Kestrel is 1.5 m tall.", citations=()).refusal \
+        is RefusalReason.UNSUPPORTED_CLAIM
 
 
 def test_a_value_no_retrieved_passage_holds_is_an_unsupported_claim():

@@ -236,8 +236,9 @@ def test_model_saying_unanswerable_gives_the_refusal_message(make):
     assert response.citations == [] and response.confidence == "none"
 
 
-def test_answer_without_a_valid_citation_is_refused(make):
-    program = make(lm=DummyLM([generated(citations=[7, 9])]), answer_mode="generated", k=3)
+def test_answer_without_a_valid_citation_and_no_value_to_cite_by_is_refused(make):
+    program = make(lm=DummyLM([generated(answer="It was built for teaching.", citations=[7, 9])]),
+                   answer_mode="generated", k=3)
     response = program.ask("How tall is Quillon the teaching robot?")
     assert response.is_refusal and response.refusal_reason == "no_citation"
     assert response.answer == REFUSAL_MESSAGE and response.citations == []

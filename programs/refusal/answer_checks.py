@@ -1,5 +1,6 @@
-"""The checks a written answer must pass before the user sees it, in order: the model's own verdict, a citation,
-claims the retrieved passages hold (numbers, versions and names), then the content checks: code the passages show,
+"""The checks a written answer must pass before the user sees it, in order: the model's own verdict, claims the
+retrieved passages hold (numbers, versions and names; they also say which passage to cite when the model cited none),
+a citation, then the content checks: code the passages show,
 numbers that belong to the question's subject, words from the book rather than from memory, and the kind of value
 the question asks for.
 
@@ -66,12 +67,12 @@ def check_answer(question: str, answer: str, citations: list[int], passages: lis
     """Keep the answer (with its citations, repaired) or name why it is refused."""
     if not answerable:
         return AnswerCheck([], RefusalReason.MODEL)
-    if not citations:
-        return AnswerCheck([], RefusalReason.NO_CITATION)
     if not generated:
-        return AnswerCheck(citations)
+        return AnswerCheck(citations) if citations else AnswerCheck([], RefusalReason.NO_CITATION)
     grounded = grounded_citations(answer, [p.cited_text for p in passages], citations, question)
     if grounded is None:  # a number, version or name no retrieved passage holds: memory, or a guess
         return AnswerCheck([], RefusalReason.UNSUPPORTED_CLAIM)
+    if not grounded:  # cited nothing, and states no number, version or name that would say which passage to cite
+        return AnswerCheck([], RefusalReason.NO_CITATION)
     failed = next((reason for reason, fails in CONTENT_CHECKS if fails(question, answer, passages)), None)
     return AnswerCheck([] if failed else grounded, failed)
