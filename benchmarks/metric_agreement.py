@@ -26,7 +26,7 @@ from refusal_transfer import LABELED
 
 from bookrag.config import PROJECT_ROOT
 from bookrag.questions import load_questions
-from programs.evaluate.metrics import fact_present, fact_text, key_fact_recall, token_f1
+from programs.evaluate.metrics import fact_text, key_fact_recall, token_f1
 
 VERDICTS = {"correct": True, "wrong": False}
 
@@ -42,11 +42,11 @@ def main() -> None:
     with args.sample.open(encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
             q = questions[row["book"]][row["id"]]
-            metric = all(fact_present(fact, row["answer"]) for fact in q.key_facts)
+            recall = key_fact_recall(q.key_facts, row["answer"])
+            metric = recall == 1.0  # `answer_correct`'s verdict
             reader = VERDICTS[row["verdict"]]
             agree.setdefault(row["book"], []).append(metric == reader)
-            graded.append((reader, key_fact_recall(q.key_facts, row["answer"]),
-                           token_f1(q.reference_answer, row["answer"])))
+            graded.append((reader, recall, token_f1(q.reference_answer, row["answer"])))
             if args.show and metric != reader:
                 facts = "; ".join(fact_text(fact) for fact in q.key_facts)
                 print(f"{row['book']} {q.id}: reader {row['verdict']}, metric {'correct' if metric else 'wrong'}\n"

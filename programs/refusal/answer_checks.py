@@ -1,8 +1,7 @@
 """The checks a written answer must pass before the user sees it, in order: the model's own verdict, claims the
 retrieved passages hold (numbers, versions and names; they also say which passage to cite when the model cited none),
-a citation, then the content checks: code the passages show,
-numbers that belong to the question's subject, words from the book rather than from memory, and the kind of value
-the question asks for.
+a citation, then the content checks: code the passages show, numbers that belong to the question's subject, words
+from the book rather than from memory, and the kind of value the question asks for.
 
 One function, `check_answer`, returns the citations to keep and the refusal reason, if any. A quoted (extractive)
 answer is the book's own sentences: it cannot state what the passages do not hold, so only its citations are checked.
