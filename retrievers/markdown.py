@@ -2,8 +2,8 @@
 
 Cleans what a reader never sees and keeps what they read. Dropped: front matter, MDX imports/exports, JSX and
 layout HTML tags (their inner text stays), HTML comments, admonition markers (`:::`, `///`, `!!!`/`???`, whose
-indented bodies are dedented), heading attribute lists (`{ #id }`: the id becomes the section anchor), and
-include directives: mdBook's `{{#include}}` family is resolved when its file lies inside the book folder,
+indented bodies are dedented), heading attribute lists (`{ #id }`: the id becomes the section anchor), Jekyll/Liquid
+and GitBook template tags (`{% raw %}`, `{% hint %}`), and include directives: mdBook's `{{#include}}` family is resolved when its file lies inside the book folder,
 MkDocs' `{* file *}` and `--8<--` (which resolve against the site's project root) are dropped. HTML markup in
 terminal captures (console/shell fences) is reduced to the text the terminal shows; every other fenced code
 block and table is kept verbatim. Hard-wrapped prose is joined into one line per paragraph.
@@ -55,7 +55,11 @@ _STRING_LITERAL = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
 _CODE_SPAN = re.compile(r"(`+).+?\1")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS_UNDERSCORES = re.compile(r"(?<!\w)_+|_+(?!\w)")  # `snake_case` keeps its underscore, `_word_` loses both
-_ADMONITION = re.compile(r"^\s*:::\s*(\w+)?\s*(.*)$")  # Docusaurus `:::tip Title` / `:::tip[Title]`
+# Docusaurus `:::tip Title` / `:::tip[Title]`; more colons nest one admonition in another (`::::info`)
+_ADMONITION = re.compile(r"^\s*:{3,}\s*(\w+)?\s*(.*)$")
+# Jekyll/Liquid tags on a line of their own (`{% raw %}` around code, `{% include note.html %}`): template syntax
+_LIQUID_LINE = re.compile(r"^[ \t]*\{%-?\s*\w+.*?-?%\}[ \t]*$")
+_LIQUID_RAW = re.compile(r"\{%-?\s*(?:end)?raw\s*-?%\}")
 _BLOCK_MARKER = re.compile(r"^\s*/{3,}[ \t]*[\w-]*[ \t]*(?:\|[ \t]*(.*?))?[ \t]*$")  # MkDocs `/// note | Title`, `///`
 _INDENTED_ADMONITION = re.compile(r'^([ \t]*)(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+[\w-]+)*(?:[ \t]+"(.*)")?[ \t]*$')
 _ATTRIBUTE = r"(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
@@ -146,7 +150,8 @@ def readable_lines(body: str, page_dir: Path, book_root: Path) -> list[str]:
     """A page's Markdown body as its reader sees it, line by line: each step removes one kind of markup."""
     body = _expand_mdbook_directives(body, page_dir, book_root)
     body = _drop_mkdocs_includes(body)
-    lines = _unindent_admonitions(body.splitlines())
+    lines = _drop_liquid_tags(body.splitlines())
+    lines = _unindent_admonitions(lines)
     lines = _fence_jsx_code(lines)
     lines = _drop_html_comments(lines)
     lines = clean_mdx(lines)
@@ -260,6 +265,21 @@ def _drop_mkdocs_includes(text: str) -> str:
     """MkDocs' `{* file *}` macros and `--8<--` snippets name files relative to the site's project root, which a
     docs/ folder does not hold: their lines go rather than show as syntax."""
     return _SNIPPET_LINE.sub("", _SNIPPET_BLOCK.sub("", _MKDOCS_INCLUDE.sub("", text)))
+
+
+def _drop_liquid_tags(lines: list[str]) -> list[str]:
+    """Jekyll/Liquid and GitBook template tags: `{% raw %}`/`{% endraw %}` wherever they are (the template engine
+    strips them before Markdown is read, code blocks included), and any other tag on a line of its own outside
+    code (`{% include note.html %}`, `{% hint style="info" %}` ... `{% endhint %}`: the text between stays)."""
+    out: list[str] = []
+    fence = None
+    for line in lines:
+        unwrapped = _LIQUID_RAW.sub("", line)
+        if unwrapped != line and not unwrapped.strip():
+            continue  # a line that held only the tag goes, as Jekyll leaves no blank line in a code block either
+        fence, in_code = _fence_state(unwrapped, fence)
+        out.append("" if not in_code and _LIQUID_LINE.match(unwrapped) else unwrapped)
+    return out
 
 
 # -- markup -----------------------------------------------------------------------------------------------------

@@ -221,6 +221,51 @@ def test_admonitions_keep_their_body_and_custom_title_but_not_the_fences(tmp_pat
     assert "tip" not in text and "note" not in text.replace("note body", "")
 
 
+def test_nested_admonitions_with_more_colons_lose_every_marker(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        ::::info[Before you flash]
+
+        Check the battery.
+
+        :::danger
+        Never flash over Wi-Fi.
+        :::
+
+        ::::
+        """)
+    assert blocks(page) == ["**Before you flash**", "Check the battery.", "Never flash over Wi-Fi."]
+
+
+def test_liquid_and_gitbook_template_tags_never_reach_the_text(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        Render the prompt:
+
+        {% raw %}
+        ```python
+        prompt = f"Plan: {{ task }}"
+        ```
+        {% endraw %}
+
+        {% hint style="warning" %}
+        Keep the gripper open.
+        {% endhint %}
+
+        ```jinja
+        {% for step in plan %}{{ step }}{% endfor %}
+        {% if done %}
+        ```
+
+        Inline {% raw %}`{{ x }}`{% endraw %} stays.
+        """)
+    assert blocks(page) == [
+        "Render the prompt:",
+        '```python\nprompt = f"Plan: {{ task }}"\n```',
+        "Keep the gripper open.",
+        "```jinja\n{% for step in plan %}{{ step }}{% endfor %}\n{% if done %}\n```",
+        "Inline `{{ x }}` stays.",
+    ]
+
+
 # -- sections and headings ----------------------------------------------------------------------------------
 
 
