@@ -3,10 +3,11 @@
 Cleans what a reader never sees and keeps what they read. Dropped: front matter, MDX imports/exports, JSX and
 layout HTML tags (their inner text stays), HTML comments, admonition markers (`:::`, `///`, `!!!`/`???`, whose
 indented bodies are dedented), heading attribute lists (`{ #id }`: the id becomes the section anchor), Jekyll/Liquid
-and GitBook template tags (`{% raw %}`, `{% hint %}`), and include directives: mdBook's `{{#include}}` family is resolved when its file lies inside the book folder,
-MkDocs' `{* file *}` and `--8<--` (which resolve against the site's project root) are dropped. HTML markup in
-terminal captures (console/shell fences) is reduced to the text the terminal shows; every other fenced code
-block and table is kept verbatim. Hard-wrapped prose is joined into one line per paragraph.
+and GitBook template tags (`{% raw %}`, `{% hint %}`), and include directives: mdBook's `{{#include}}` family is
+resolved when its file lies inside the book folder, MkDocs' `{* file *}` and `--8<--` (which resolve against the
+site's project root) are dropped. HTML markup in terminal captures (console/shell fences) is reduced to the text the
+terminal shows; every other fenced code block and table is kept verbatim. Hard-wrapped prose is joined into one line
+per paragraph.
 
 Page titles come from front matter, the first H1, the book's table of contents (mdBook `SUMMARY.md`, MkDocs
 `nav`), the first heading of any level, or, last, the file name.
