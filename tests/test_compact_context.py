@@ -59,6 +59,23 @@ def test_a_list_item_brings_the_sentence_that_announces_the_list():
     assert "Logs of every run" not in context
 
 
+def test_list_items_keep_their_markers_so_the_model_reads_a_list():
+    text = ("Vision-based control incorporates:\n"
+            "* Object detection and tracking\n"
+            "* Visual servoing for precise positioning. It closes the loop on image features.\n"
+            "Bring it up in order:\n"
+            "3. Start the camera driver\n")
+    context = CompactContext(max_words=60)("Which technique gives precise positioning?", [passage(text)])
+    assert context.splitlines()[1:] == [
+        "Vision-based control incorporates:",
+        "- Object detection and tracking",
+        "- Visual servoing for precise positioning.",
+        "It closes the loop on image features.",
+        "Bring it up in order:",
+        "3. Start the camera driver",
+    ]
+
+
 def test_a_code_comment_and_the_code_line_it_describes_need_each_other():
     text = ("The lab world lives in the worlds folder.\n```bash\n"
             "# start the world running immediately instead of paused\ngz sim -r kestrel_lab.sdf\n"

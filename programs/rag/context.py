@@ -6,8 +6,9 @@ before it writes a word. The sentences that best match the question, within a wo
 an answer needs (`benchmarks/context_compression.py` measures the share of reference key facts present in the
 context, before and after). A sentence ranks by its words in common with the question (`scored_sentences`) plus
 its embedding's cosine to the question's, which finds "mass" for "weigh". A sentence that announces a list brings
-its items, a table row its header. Passages keep their retrieval numbers, so citations still name retrieved
-passages; a passage with no chosen sentence is left out.
+its items, a table row its header. A list item keeps its marker (`- `, `3. `): with the markers, the local model
+named a whole list where it had named part of it. Passages keep their retrieval numbers, so citations still name
+retrieved passages; a passage with no chosen sentence is left out.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class CompactContext:
         chosen = self.choose(question, passages)
         blocks = []
         for number, passage in enumerate(passages, start=1):
-            texts = [s.text for s in chosen if s.number == number]
+            texts = [s.line for s in chosen if s.number == number]
             if texts:
                 blocks.append(passage_block(number, passage, "\n".join(texts)))
         return "\n\n".join(blocks)

@@ -20,7 +20,7 @@ from retrievers.passage import Passage
 _UNIT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])")
 _MARKUP = re.compile(r"^\s*(?:[-*+]|\d+\.|#+|>)\s+|\*\*|__|`")
 _TABLE_RULER = re.compile(r"^\s*\|?[\s:|-]+\|?\s*$")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+\S")
+_LIST_ITEM = re.compile(r"^\s*([-*+]|\d+\.)\s+\S")
 _COMMENT = re.compile(r"^(?:#(?!include|!)|//|--\s)")  # a code line that is a comment (not a C include or shebang)
 # A sentence that starts with a pronoun or a connective, or names "this reason", says little without the one before.
 _POINTS_BACK = re.compile(r"^(?:it|its|they|their|this|these|that|those|such|so|thus|hence|therefore)\b"
@@ -42,6 +42,12 @@ class Sentence:
     code: bool
     needs: tuple[tuple[int, int], ...] = ()  # (number, index) of the units it cannot be read without
     row: bool = False  # a table row under its header (the one unit it needs)
+    marker: str = ""  # a list item's first sentence: "- " or "3. "
+
+    @property
+    def line(self) -> str:
+        """The unit as the LM reads it: a list item keeps its marker, so items read as a list."""
+        return self.marker + self.text
 
     @property
     def lead_in(self) -> bool:
@@ -97,19 +103,28 @@ def _units(number: int, text: str) -> list[Sentence]:
         header = None
         if not stripped:
             continue
-        item = bool(_LIST_ITEM.match(stripped))
+        item = _LIST_ITEM.match(stripped)
         if item and not in_list:  # a list's items need the sentence that announces it (`The states are:`)
             lead = units[-1] if units and not units[-1].code and units[-1].lead_in else None
-        in_list = item
+        in_list = bool(item)
         needs = ((number, lead.index),) if item and lead is not None else ()
+        marker = _item_marker(item)
         # The marker goes before the line is split: "1. **Gantry.** Run ..." is one item, not "1.", "Gantry." and
         # a sentence.
         for piece in _joined_fragments(_UNIT_SPLIT.split(_MARKUP.sub("", stripped))):
             piece = _MARKUP.sub("", piece).strip()
             if len(piece.split()) >= (1 if item else MIN_SENTENCE_WORDS):
-                units.append(Sentence(number, len(units), piece, False, needs))
+                units.append(Sentence(number, len(units), piece, False, needs, marker=marker))
+                marker = ""
     units = [_with_items(u, units) if u.lead_in and not u.code else _with_antecedent(u, units) for u in units]
     return [_with_code_comment(u, units) if u.code else u for u in units]
+
+
+def _item_marker(item: re.Match | None) -> str:
+    """"- " for a bullet (`*` and `+` read as `-`), "3. " for a numbered item, "" for a line that is no item."""
+    if item is None:
+        return ""
+    return ("-" if item.group(1) in "-*+" else item.group(1)) + " "
 
 
 def _joined_fragments(pieces: list[str]) -> list[str]:
