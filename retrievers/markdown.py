@@ -277,7 +277,7 @@ def _drop_liquid_tags(lines: list[str]) -> list[str]:
     for line in lines:
         unwrapped = _LIQUID_RAW.sub("", line)
         if unwrapped != line and not unwrapped.strip():
-            continue  # a line that held only the tag goes, as Jekyll leaves no blank line in a code block either
+            continue  # a line that held only the tag goes with it
         fence, in_code = _fence_state(unwrapped, fence)
         out.append("" if not in_code and _LIQUID_LINE.match(unwrapped) else unwrapped)
     return out
