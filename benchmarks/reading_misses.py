@@ -38,7 +38,7 @@ def main() -> None:
     book_dir, questions_path = LABELED[args.book]
     with args.predictions.open(encoding="utf-8", newline="") as f:
         rows = {row["id"]: row for row in csv.DictReader(f)}
-    held = misread = right_without = answered = 0
+    held = misread = right_without = answerable = 0
     with BookIndex(Settings(data_dir=args.data_dir, book_dir=book_dir)) as index:
         index.ingest(progress=False)
         program = BookRAG(index.retriever)
@@ -47,7 +47,7 @@ def main() -> None:
             row = rows.get(q.id)
             if row is None or not q.answerable or q.selected_text or not q.key_facts:
                 continue
-            answered += 1
+            answerable += 1
             query = program.standalone_query(q.question, q.history)
             context = compact(query, program.retrieve(query, k=program.k))
             complete = key_fact_recall(q.key_facts, context) == 1.0
@@ -58,9 +58,9 @@ def main() -> None:
                 misread += 1
                 if args.show:
                     print(f"  {q.id} {q.question}\n      {row['answer'][:200]}")
-    print(f"{args.book}: {answered} answerable questions; context held every key fact for {held} "
-          f"({held / max(answered, 1):.3f}); of those answered right {held - misread} "
-          f"({(held - misread) / max(held, 1):.3f}); answered right without them {right_without} of {answered - held}")
+    print(f"{args.book}: {answerable} answerable questions; context held every key fact for {held} "
+          f"({held / max(answerable, 1):.3f}); of those answered right {held - misread} "
+          f"({(held - misread) / max(held, 1):.3f}); answered right without them {right_without} of {answerable - held}")
 
 
 if __name__ == "__main__":
