@@ -62,7 +62,16 @@ _ADMONITION = re.compile(r"^\s*:{3,}\s*(\w+)?\s*(.*)$")
 _LIQUID_LINE = re.compile(r"^[ \t]*\{%-?\s*\w+.*?-?%\}[ \t]*$")
 _LIQUID_RAW = re.compile(r"\{%-?\s*(?:end)?raw\s*-?%\}")
 _BLOCK_MARKER = re.compile(r"^\s*/{3,}[ \t]*[\w-]*[ \t]*(?:\|[ \t]*(.*?))?[ \t]*$")  # MkDocs `/// note | Title`, `///`
-_INDENTED_ADMONITION = re.compile(r'^([ \t]*)(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+[\w-]+)*(?:[ \t]+"(.*)")?[ \t]*$')
+# MkDocs `!!! note "Title"`, `???+ tip`, and Material's content tabs `=== "Ubuntu"` (`===!`, `===+`)
+_INDENTED_ADMONITION = re.compile(
+    r'^([ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+[\w-]+)*|===[!+]?)(?:[ \t]+"(.*)")?[ \t]*$')
+# Reference-style links and footnotes (CommonMark, mdBook, MkDocs): `[text][label]`, `[text][]`, a shortcut `[label]`
+# with a definition `[label]: url "title"`, a footnote mark `[^1]` and its note `[^1]: text`
+_REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[(?!\^)([^\]]+)\]:[ \t]*<?\S+>?(?:[ \t]+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?[ \t]*$")
+_REFERENCE_LINK = re.compile(r"\[([^\]]+)\]\[([^\]]*)\]")
+_SHORTCUT_LINK = re.compile(r"(?<![\]!])\[([^\]^]+)\](?![\[(:])")
+_FOOTNOTE_NOTE = re.compile(r"^ {0,3}\[\^([^\]]+)\]:[ \t]*")
+_FOOTNOTE_MARK = re.compile(r"[ \t]*\[\^([^\]]+)\]")
 _ATTRIBUTE = r"(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
 _ATTRIBUTE_LIST = re.compile(r"\s*\{:?\s*(" + _ATTRIBUTE + r"(?:\s+" + _ATTRIBUTE + r")*)\s*\}\s*$")
 _EXPLICIT_ID = re.compile(r"(?:^|\s)#([\w:.-]+)")
@@ -153,6 +162,7 @@ def readable_lines(body: str, page_dir: Path, book_root: Path) -> list[str]:
     body = _drop_mkdocs_includes(body)
     lines = _drop_liquid_tags(body.splitlines())
     lines = _unindent_admonitions(lines)
+    lines = _resolve_references(lines)
     lines = _fence_jsx_code(lines)
     lines = _drop_html_comments(lines)
     lines = clean_mdx(lines)
@@ -284,6 +294,35 @@ def _drop_liquid_tags(lines: list[str]) -> list[str]:
 
 
 # -- markup -----------------------------------------------------------------------------------------------------
+
+
+def _resolve_references(lines: list[str]) -> list[str]:
+    """Outside code: a reference link reads as its text, a link definition goes, a footnote mark goes and its note
+    stays as a paragraph of its own."""
+    prose = list(_outside_fences(lines))
+    labels = {m.group(1).strip().lower() for m in map(_REFERENCE_DEFINITION.match, prose) if m}
+    notes = {m.group(1) for m in map(_FOOTNOTE_NOTE.match, prose) if m}
+
+    # Only what the page defines is resolved: `x[i][j]` or a regex's `[^a-z]` in prose is no link
+    def link(m: re.Match) -> str:
+        return m.group(1) if (m.group(m.lastindex) or m.group(1)).strip().lower() in labels else m.group(0)
+
+    def inline(text: str) -> str:
+        text = _FOOTNOTE_MARK.sub(lambda m: "" if m.group(1) in notes else m.group(0), text)
+        return _SHORTCUT_LINK.sub(link, _REFERENCE_LINK.sub(link, text))
+
+    out: list[str] = []
+    for line, in_code in _with_code_state(lines):
+        if in_code:
+            out.append(line)
+        elif _REFERENCE_DEFINITION.match(line):
+            out.append("")
+        elif note := _FOOTNOTE_NOTE.match(line):
+            out += ["", _outside_code_spans(line[note.end():], inline), ""]
+        else:
+            out.append(_outside_code_spans(line, inline))
+    return out
+
 
 
 def _unindent_admonitions(lines: list[str]) -> list[str]:
@@ -659,12 +698,16 @@ def _fence_state(line: str, fence: str | None) -> tuple[str | None, bool]:
     return fence, True
 
 
-def _outside_fences(lines: list[str]):
+def _with_code_state(lines: list[str]):
+    """Each line with whether it is code (a fence line or inside a fence)."""
     fence = None
     for line in lines:
         fence, in_code = _fence_state(line, fence)
-        if not in_code:
-            yield line
+        yield line, in_code
+
+
+def _outside_fences(lines: list[str]):
+    return (line for line, in_code in _with_code_state(lines) if not in_code)
 
 
 def _module_of(source: str) -> str:

@@ -496,6 +496,51 @@ def test_indented_admonitions_are_dedented_and_lose_their_marker(tmp_path):
     ]
 
 
+def test_mkdocs_content_tabs_keep_each_tab_title_and_its_dedented_body(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        Install the driver.
+
+        === "Ubuntu"
+
+            Run the installer:
+
+            ```bash
+            sudo apt install kestrel-driver
+            ```
+
+        ===! "macOS"
+            Use Homebrew.
+        """)
+    blocks = [b for b in all_text(page).split("\n") if b]
+    assert blocks == ["Install the driver.", "**Ubuntu**", "Run the installer:", "```bash",
+                      "sudo apt install kestrel-driver", "```", "**macOS**", "Use Homebrew."]
+
+
+def test_reference_links_read_as_their_text_and_their_definitions_go(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        See [the guide][g], [Setup][] and [setup]; m[i][j] and [x] are no links.
+
+        [g]: https://example.com/guide "The guide"
+        [setup]: <https://example.com/setup>
+
+        ```python
+        [g]: kept
+        ```
+        """)
+    blocks = [b for b in all_text(page).split("\n") if b]
+    assert blocks == ["See the guide, Setup and setup; m[i][j] and [x] are no links.", "```python", "[g]: kept", "```"]
+
+
+def test_footnote_marks_go_and_their_notes_stay_as_text(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        The driver reads its calibration at start-up[^cal]; names match [^a-z] nowhere.
+        [^cal]: Calibration files live in `/etc/kestrel`.
+        """)
+    blocks = [b for b in all_text(page).split("\n") if b]
+    assert blocks == ["The driver reads its calibration at start-up; names match [^a-z] nowhere.",
+                      "Calibration files live in `/etc/kestrel`."]
+
+
 def test_mkdocs_include_directives_never_reach_the_text(tmp_path):
     page = parse(tmp_path, "a.md", """
         Declare the parameter:
