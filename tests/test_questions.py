@@ -236,6 +236,7 @@ def test_humanoid_primer_explicit_splits_keep_the_seeded_assignment_and_add_only
 
 
 FASTAPI = PROJECT_ROOT.parent / "shared" / "corpora" / "fastapi-tutorial"
+BOOK_B = PROJECT_ROOT.parent / "shared" / "corpora" / "physical-ai-book-b"
 
 
 def test_the_fastapi_questions_load_with_every_split_and_a_third_must_refuse():
@@ -245,7 +246,8 @@ def test_the_fastapi_questions_load_with_every_split_and_a_third_must_refuse():
     assert {"near-miss", "out-of-scope", "injection"} <= {q.category for q in questions if not q.answerable}
 
 
-@pytest.mark.parametrize("questions, book", [("physical-ai-book-a.csv", BOOK_A), ("fastapi-tutorial.csv", FASTAPI)])
+@pytest.mark.parametrize("questions, book", [("physical-ai-book-a.csv", BOOK_A), ("fastapi-tutorial.csv", FASTAPI),
+                                             ("physical-ai-book-b-heldout.csv", BOOK_B)])
 def test_every_key_fact_of_a_shared_book_is_in_its_gold_sources(questions, book):
     if not book.is_dir():
         pytest.skip(f"the shared {book.name} is not beside the project")
