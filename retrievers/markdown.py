@@ -160,7 +160,8 @@ def readable_lines(body: str, page_dir: Path, book_root: Path) -> list[str]:
     """A page's Markdown body as its reader sees it, line by line: each step removes one kind of markup."""
     body = _expand_mdbook_directives(body, page_dir, book_root)
     body = _drop_mkdocs_includes(body)
-    lines = _drop_liquid_tags(body.splitlines())
+    lines = _drop_hidden_rust_lines(body.splitlines())
+    lines = _drop_liquid_tags(lines)
     lines = _unindent_admonitions(lines)
     lines = _resolve_references(lines)
     lines = _fence_jsx_code(lines)
@@ -276,6 +277,26 @@ def _drop_mkdocs_includes(text: str) -> str:
     """MkDocs' `{* file *}` macros and `--8<--` snippets name files relative to the site's project root, which a
     docs/ folder does not hold: their lines go rather than show as syntax."""
     return _SNIPPET_LINE.sub("", _SNIPPET_BLOCK.sub("", _MKDOCS_INCLUDE.sub("", text)))
+
+
+def _drop_hidden_rust_lines(lines: list[str]) -> list[str]:
+    """mdBook hides a Rust code block's `# `-prefixed lines (the `fn main() {` around an example) from its reader;
+    they go here too. `##` stands for a `#` the reader sees; `#[derive]` and `#![allow]` are attributes, shown."""
+    out: list[str] = []
+    fence, rust = None, False
+    for line in lines:
+        opening = fence is None
+        fence, in_code = _fence_state(line, fence)
+        if in_code and opening:
+            rust = _FENCE.match(line).group(2).lower() == "rust"
+        elif in_code and rust and fence is not None:
+            code = line.lstrip()
+            if code == "#" or code.startswith("# "):
+                continue
+            if code.startswith("##"):
+                line = line.replace("##", "#", 1)
+        out.append(line)
+    return out
 
 
 def _drop_liquid_tags(lines: list[str]) -> list[str]:

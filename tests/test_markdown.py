@@ -541,6 +541,25 @@ def test_footnote_marks_go_and_their_notes_stay_as_text(tmp_path):
                       "Calibration files live in `/etc/kestrel`."]
 
 
+def test_mdbook_hidden_lines_of_rust_code_go_and_other_code_keeps_its_comments(tmp_path):
+    page = parse(tmp_path, "a.md", """
+        ```rust,ignore
+        # fn main() {
+        #[derive(Debug)]
+        struct Point;
+        ## let shown = 1;
+        # }
+        ```
+
+        ```python
+        # a comment
+        ```
+        """)
+    blocks = [b for b in all_text(page).split("\n") if b]
+    assert blocks == ["```rust,ignore", "#[derive(Debug)]", "struct Point;", "# let shown = 1;", "```",
+                      "```python", "# a comment", "```"]
+
+
 def test_mkdocs_include_directives_never_reach_the_text(tmp_path):
     page = parse(tmp_path, "a.md", """
         Declare the parameter:
