@@ -24,7 +24,7 @@ from bookrag.config import PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
 from programs.evaluate.metrics import key_fact_recall
 from programs.rag.book_rag import BookRAG
-from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext
+from programs.rag.context import LOCAL_CONTEXT_WORDS
 from retrievers import BookIndex
 
 
@@ -41,15 +41,14 @@ def main() -> None:
     held = misread = right_without = answerable = 0
     with BookIndex(Settings(data_dir=args.data_dir, book_dir=book_dir)) as index:
         index.ingest(progress=False)
-        program = BookRAG(index.retriever)
-        compact = CompactContext(index.embedder, LOCAL_CONTEXT_WORDS)
+        program = BookRAG(index.retriever, context_words=LOCAL_CONTEXT_WORDS)  # the local model's context
         for q in load_questions(questions_path):
             row = rows.get(q.id)
             if row is None or not q.answerable or q.selected_text or not q.key_facts:
                 continue
             answerable += 1
             query = program.standalone_query(q.question, q.history)
-            context = compact(query, program.retrieve(query, k=program.k))
+            context = program.context(query, program.retrieve(query, k=program.k))
             complete = key_fact_recall(q.key_facts, context) == 1.0
             right = row["refused"] != "True" and key_fact_recall(q.key_facts, row["answer"]) == 1.0
             held += complete
