@@ -1,13 +1,15 @@
 """Read one page of a Markdown book (Docusaurus, MkDocs or mdBook sources) into a `Page` of heading-delimited sections.
 
 Cleans what a reader never sees and keeps what they read. Dropped: front matter, MDX imports/exports, JSX and
-layout HTML tags (their inner text stays), HTML comments, admonition markers (`:::`, `///`, `!!!`/`???`, whose
-indented bodies are dedented), heading attribute lists (`{ #id }`: the id becomes the section anchor), Jekyll/Liquid
-and GitBook template tags (`{% raw %}`, `{% hint %}`), and include directives: mdBook's `{{#include}}` family is
-resolved when its file lies inside the book folder, MkDocs' `{* file *}` and `--8<--` (which resolve against the
-site's project root) are dropped. HTML markup in terminal captures (console/shell fences) is reduced to the text the
-terminal shows; every other fenced code block and table is kept verbatim. Hard-wrapped prose is joined into one line
-per paragraph.
+layout HTML tags (their inner text stays), HTML comments, admonition markers (`:::`, `///`, `!!!`/`???`, and
+MkDocs Material's `===` content tabs, whose indented bodies are dedented), heading attribute lists (`{ #id }`: the id
+becomes the section anchor), Jekyll/Liquid and GitBook template tags (`{% raw %}`, `{% hint %}`), link definitions
+and footnote marks (a reference link reads as its text, a footnote's note stays), the lines mdBook hides in Rust
+code blocks, and include directives: mdBook's `{{#include}}` family is resolved when its file lies inside the book
+folder, MkDocs' `{* file *}` and `--8<--` (which resolve against the site's project root) are dropped. HTML markup
+in terminal captures (console/shell fences) is reduced to the text the terminal shows; other fenced code blocks
+(but for those hidden Rust lines) and tables are kept verbatim. Hard-wrapped prose is joined into one line per
+paragraph.
 
 Page titles come from front matter, the first H1, the book's table of contents (mdBook `SUMMARY.md`, MkDocs
 `nav`), the first heading of any level, or, last, the file name.
@@ -67,7 +69,8 @@ _INDENTED_ADMONITION = re.compile(
     r'^([ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+[\w-]+)*|===[!+]?)(?:[ \t]+"(.*)")?[ \t]*$')
 # Reference-style links and footnotes (CommonMark, mdBook, MkDocs): `[text][label]`, `[text][]`, a shortcut `[label]`
 # with a definition `[label]: url "title"`, a footnote mark `[^1]` and its note `[^1]: text`
-_REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[(?!\^)([^\]]+)\]:[ \t]*<?\S+>?(?:[ \t]+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?[ \t]*$")
+_REFERENCE_DEFINITION = re.compile(
+    r"^ {0,3}\[(?!\^)([^\]]+)\]:[ \t]*<?\S+>?(?:[ \t]+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?[ \t]*$")
 _REFERENCE_LINK = re.compile(r"\[([^\]]+)\]\[([^\]]*)\]")
 _SHORTCUT_LINK = re.compile(r"(?<![\]!])\[([^\]^]+)\](?![\[(:])")
 _FOOTNOTE_NOTE = re.compile(r"^ {0,3}\[\^([^\]]+)\]:[ \t]*")
@@ -343,7 +346,6 @@ def _resolve_references(lines: list[str]) -> list[str]:
         else:
             out.append(_outside_code_spans(line, inline))
     return out
-
 
 
 def _unindent_admonitions(lines: list[str]) -> list[str]:
