@@ -99,7 +99,7 @@ def call(lm) -> None:
 
 
 @pytest.mark.parametrize("gguf, message", [
-    ("missing.gguf", "missing.gguf is not a file: point it at a .gguf model"),
+    pytest.param("missing.gguf", "missing.gguf is not a file: point it at a .gguf model", marks=needs_llama),
     pytest.param("notes.gguf", r"cannot load .*notes.gguf with llama.cpp .*is it a GGUF model\?", marks=needs_llama),
 ])
 def test_a_local_model_that_is_not_a_gguf_file_is_a_configuration_error_not_a_run_time_one(tmp_path, gguf, message):
