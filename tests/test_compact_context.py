@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from book_passages import passage
 
 from programs.rag.context import CompactContext
-from programs.rag.passage_sentences import passage_sentences
+from programs.text.passage_sentences import passage_sentences
 
 
 def test_a_sentence_that_points_back_brings_the_sentence_before_it():

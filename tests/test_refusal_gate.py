@@ -13,8 +13,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from programs.rag.query_terms import content_terms, name_terms, term_set
 from programs.refusal.refusal_gate import FEATURES, RefusalGate, gate_features
+from programs.text.query_terms import content_terms, name_terms, term_set
 from retrievers.passage import Passage
 
 BOOK = [

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import dspy
 
 from programs.evaluate.metrics import fact_present
-from programs.rag.passage_sentences import passage_sentences
+from programs.text.passage_sentences import passage_sentences
 from retrievers.passage import Passage
 
 MAX_FACT_WORDS = 6  # key facts are short spans (datasets/README.md)

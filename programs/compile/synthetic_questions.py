@@ -31,10 +31,10 @@ from bookrag.errors import DatasetError
 from bookrag.progress import progress_bar
 from bookrag.questions import COLUMNS, Question
 from programs.compile.question_writer import AnswerableQuestion, WrittenQuestion
-from programs.rag.passage_sentences import passage_sentences
-from programs.rag.query_terms import content_terms, term_set
 from programs.refusal.asked_value import asked_value
 from programs.refusal.refusal_gate import gate_features
+from programs.text.passage_sentences import passage_sentences
+from programs.text.query_terms import content_terms, term_set
 from retrievers.passage import Passage
 
 TRAIN_SHARE = 0.7

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from programs.rag.passage_sentences import Sentence, passage_sentences, scored_sentences
+from programs.text.passage_sentences import Sentence, passage_sentences, scored_sentences
 from retrievers.passage import Passage
 
 # The local model's budget: ~350-430 prompt tokens, most key facts kept (benchmarks/context_compression.py).

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from programs.rag.passage_sentences import Sentence, scored_sentences
-from programs.rag.query_terms import content_terms, term_set
+from programs.text.passage_sentences import Sentence, scored_sentences
+from programs.text.query_terms import content_terms, term_set
 from retrievers.passage import Passage
 
 _SENTENCE_END = (".", "!", "?")

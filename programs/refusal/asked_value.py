@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from programs.rag.query_terms import stem
+from programs.text.query_terms import stem
 
 _HOW = "many|much|long|far|fast|heavy|tall|big|large|high|wide|often|old"
 _QUANTITY = ("number|mass|weight|size|capacity|rate|ratio|frequency|voltage|current|torque|speed|length|height|"

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from programs.rag.query_terms import name_terms, term_set
+from programs.text.query_terms import name_terms, term_set
 
 # A number, then optionally a unit word right after it. Thousands separators only in groups of three ("10,000").
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*)(?:(\s?)([a-zA-Zµ°%][\w/²³·°]*))?")

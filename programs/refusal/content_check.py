@@ -7,7 +7,7 @@ question; an answer whose own content words mostly do not is invented.
 
 from __future__ import annotations
 
-from programs.rag.query_terms import content_terms, term_set
+from programs.text.query_terms import content_terms, term_set
 
 # Share of an answer's own content words (those not in the question) the retrieved passages must hold. Answers from
 # memory are mostly new words; right answers that explain in the model's own words went as low as 0.35 on book A's

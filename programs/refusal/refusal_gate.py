@@ -15,10 +15,10 @@ import re
 import numpy as np
 from dspy.predict.parameter import Parameter
 
-from programs.rag.passage_sentences import passage_sentences
-from programs.rag.query_terms import content_terms, name_terms, term_set
 from programs.refusal.asked_value import asked_value
 from programs.refusal.default_calibration import default_state
+from programs.text.passage_sentences import passage_sentences
+from programs.text.query_terms import content_terms, name_terms, term_set
 from retrievers.passage import Passage, rank_key
 
 FEATURES = (

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from programs.rag.passage_sentences import Sentence, passage_sentences
-from programs.rag.query_terms import content_terms, stem, term_set
 from programs.refusal.claim_check import check_claims
+from programs.text.passage_sentences import Sentence, passage_sentences
+from programs.text.query_terms import content_terms, stem, term_set
 from retrievers.passage import Passage
 
 # A question word found in more than this share of the sentences (the robot's name in its own book) says nothing

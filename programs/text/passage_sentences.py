@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
-from programs.rag.query_terms import content_terms, term_set
+from programs.text.query_terms import content_terms, term_set
 from retrievers.passage import Passage
 
 _UNIT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])")
