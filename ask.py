@@ -28,7 +28,7 @@ from bookrag.cli import (
 )
 from bookrag.config import BUNDLED_BOOK, MAX_TOP_K, ExpandMode
 from bookrag.errors import BookragError
-from bookrag.live_answer import LiveAnswer
+from programs.rag.live_answer import LiveAnswer
 
 if TYPE_CHECKING:
     from programs.rag.response import Response
