@@ -1,0 +1,86 @@
+"""The house's floors: a package imports only its own floor and those below it, never one above.
+
+    bookrag/ (config, errors, CLI plumbing)  <  retrievers/  <  programs/text, programs/lm
+      <  programs/refusal  <  programs/rag  <  programs/evaluate  <  programs/compile
+
+Every import counts, including those inside functions and under TYPE_CHECKING: a lazy import still makes the lower
+floor depend on the upper one.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FLOORS = {
+    "bookrag": 0,
+    "retrievers": 1,
+    "programs.text": 2,
+    "programs.lm": 2,
+    "programs.refusal": 3,
+    "programs.rag": 4,
+    "programs.evaluate": 5,
+    "programs.compile": 6,
+}
+
+
+def room(module: str) -> str | None:
+    """The floor's key of a dotted module name (`programs.rag.book_rag` -> `programs.rag`), None outside them."""
+    parts = module.split(".")
+    key = ".".join(parts[:2]) if parts[0] == "programs" else parts[0]
+    return key if key in FLOORS else None
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+    return found
+
+
+def package_files() -> list[Path]:
+    files = [p for folder in ("bookrag", "retrievers", "programs") for p in (ROOT / folder).rglob("*.py")]
+    return [p for p in files if p != ROOT / "programs" / "__init__.py"]  # the lazy façade names every floor
+
+
+def upward_imports() -> list[str]:
+    found = []
+    for path in package_files():
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        here = room(module)
+        for line, target in imports(path):
+            there = room(target)
+            if here and there and FLOORS[there] > FLOORS[here]:
+                found.append(f"{path.relative_to(ROOT)}:{line} ({here}) imports {target} ({there})")
+    return found
+
+
+def test_no_package_imports_a_floor_above_its_own():
+    assert upward_imports() == []
+
+
+def test_an_import_from_a_floor_above_is_caught(tmp_path, monkeypatch):
+    """The check itself: a retrievers/ file importing programs/ is reported."""
+    fake_root = tmp_path
+    (fake_root / "retrievers").mkdir()
+    (fake_root / "retrievers" / "bad.py").write_text("def f():\n    from programs.rag.book_rag import BookRAG\n")
+    for folder in ("bookrag", "programs"):
+        (fake_root / folder).mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", fake_root)
+    assert upward_imports() == ["retrievers/bad.py:2 (retrievers) imports programs.rag.book_rag (programs.rag)"]
+
+
+@pytest.mark.parametrize("module", ["programs.compile.artifact", "programs", "ask", "bookrag.cli"])
+def test_importing_these_does_not_load_dspy(module):
+    """DSPy (and LiteLLM behind it) costs about a second: entry points read their arguments before paying it."""
+    check = f"import {module}, sys; assert 'dspy' not in sys.modules, 'dspy was imported'"
+    result = subprocess.run([sys.executable, "-c", check], check=False, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
