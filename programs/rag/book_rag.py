@@ -93,8 +93,7 @@ class BookRAG(dspy.Module):
         if selected_text:
             return self.answer_from_selection(question, selected_text, history)
         started = time.perf_counter()
-        query = self.standalone_query(question, history)
-        passages = self.retrieve(query, k=self.k if k is None else k, module=module)
+        query, passages = self.gate_evidence(question, history, k=k, module=module)
         retrieved = time.perf_counter()
         answerable, probability, _ = self.gate(query, passages)
         gate = {"probability": round(probability, 4), "threshold": self.gate.threshold, "answerable": answerable,
@@ -154,6 +153,13 @@ class BookRAG(dspy.Module):
                                 config=Config(max_tokens=1)), cache=False)
         finally:
             dspy_lm_log.setLevel(level)
+
+    def gate_evidence(self, question: str, history=(), k: int | None = None,
+                      module: str | None = None) -> tuple[str, list[Passage]]:
+        """(the standalone query, its passages): what the refusal gate judges. The answer path, the gate's
+        calibration and the bootstrap's choice of traceable questions all take it from here."""
+        query = self.standalone_query(question, history)
+        return query, self.retrieve(query, k=self.k if k is None else k, module=module)
 
     def context(self, query: str, passages: list[Passage]) -> str:
         """What the LM reads: the numbered passages, compacted to their best sentences when `self.compact`."""

@@ -20,9 +20,7 @@ def gate_examples(program, questions: list[Question], progress: bool | None = No
     features, labels = [], []
     with progress_bar("Gate features", len(rows), progress) as bar:
         for q in rows:
-            query = program.standalone_query(q.question, q.history)
-            passages = program.retrieve(query, k=program.k)
-            features.append(gate_features(query, passages))
+            features.append(gate_features(*program.gate_evidence(q.question, q.history)))
             labels.append(q.answerable)
             bar.advance()
     return features, labels
