@@ -12,8 +12,7 @@ from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate import metrics
 from programs.evaluate.question_row import QuestionRow
-from programs.rag.book_rag import token_usage
-from programs.rag.response import ResponseMode
+from programs.rag.response import ResponseMode, token_usage
 from programs.refusal.reasons import REFUSED_AFTER_LM
 from retrievers.retriever import QdrantRetriever
 

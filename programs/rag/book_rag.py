@@ -33,7 +33,7 @@ from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_con
 from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.hyde import HyDE
 from programs.rag.query_expansion import QuestionParts, interleave
-from programs.rag.response import Citation, Response, ResponseMode
+from programs.rag.response import Response, ResponseMode
 from programs.rag.rewrite_query import RewriteQuery
 from programs.refusal.answer_checks import check_answer
 from programs.refusal.claim_check import grounded_citations
@@ -241,25 +241,7 @@ class BookRAG(dspy.Module):
                 pred = self(**inputs)
             else:
                 pred = stream_answer(self, self.generate.predict, on_answer_text, **inputs)
-        usage = token_usage(pred)
-        return Response(
-            answer=pred.answer,
-            query=query,
-            citations=sorted(_citations(pred), key=lambda c: c.score, reverse=True),
-            confidence=pred.confidence,
-            is_refusal=pred.is_refusal,
-            refusal_reason=pred.refusal_reason,
-            mode=pred.mode,
-            retrieval_time_ms=round(pred.retrieval_time_ms, 2),
-            generation_time_ms=round(pred.generation_time_ms, 2),
-            total_time_ms=round((time.perf_counter() - started) * 1000, 2),
-            usage=usage,
-            standalone_query=pred.query if history else None,
-            gate=pred.gate,
-            passages=[{"n": n, "chunk_id": p.id, "score": p.score, "dense_score": p.dense_score,
-                       "sparse_score": p.sparse_score, "source": p.source, "heading": p.heading}
-                      for n, p in enumerate(pred.passages, start=1)],
-        )
+        return Response.from_prediction(pred, query, history=history, started=started)
 
     async def ask_async(self, query: str, **kwargs) -> Response:
         return await asyncio.to_thread(self.ask, query, **kwargs)
@@ -288,22 +270,4 @@ def _refusal(message, reason, query, passages, gate, timing) -> dspy.Prediction:
     timing = {"retrieval_time_ms": 0.0, "generation_time_ms": 0.0, **timing}
     return dspy.Prediction(answer=message, citations=[], passages=passages, is_refusal=True, refusal_reason=reason,
                            confidence="none", mode=ResponseMode.REFUSED, query=query, gate=gate, **timing)
-
-
-def _citations(pred) -> list[Citation]:
-    return [
-        Citation(title=p.title, heading=p.heading, url=p.url, source=p.source, module=p.module, chunk_id=p.id,
-                 score=round(p.dense_score if p.dense_score is not None else p.score, 4))
-        for p in (pred.passages[n - 1] for n in pred.citations)
-    ]
-
-
-def token_usage(pred) -> dict:
-    """Prompt, completion and cached prompt tokens (a reused prefix: llama.cpp's KV cache, a provider's cache)."""
-    totals = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
-    for usage in (pred.get_lm_usage() or {}).values():
-        totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
-        totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
-        totals["cached_tokens"] += int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-    return totals
 

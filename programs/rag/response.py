@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Literal
@@ -47,5 +48,46 @@ class Response:
     gate: dict = field(default_factory=dict)  # probability, threshold, decision
     passages: list[dict] = field(default_factory=list)  # what was retrieved (ids, scores), for --verbose
 
+    @classmethod
+    def from_prediction(cls, pred, query: str, *, history=(), started: float) -> Response:
+        """The checked prediction of `BookRAG.forward` as the API's answer; `started`: `time.perf_counter()` when
+        the question came in."""
+        return cls(
+            answer=pred.answer,
+            query=query,
+            citations=sorted(_citations(pred), key=lambda c: c.score, reverse=True),
+            confidence=pred.confidence,
+            is_refusal=pred.is_refusal,
+            refusal_reason=pred.refusal_reason,
+            mode=pred.mode,
+            retrieval_time_ms=round(pred.retrieval_time_ms, 2),
+            generation_time_ms=round(pred.generation_time_ms, 2),
+            total_time_ms=round((time.perf_counter() - started) * 1000, 2),
+            usage=token_usage(pred),
+            standalone_query=pred.query if history else None,
+            gate=pred.gate,
+            passages=[{"n": n, "chunk_id": p.id, "score": p.score, "dense_score": p.dense_score,
+                       "sparse_score": p.sparse_score, "source": p.source, "heading": p.heading}
+                      for n, p in enumerate(pred.passages, start=1)],
+        )
+
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _citations(pred) -> list[Citation]:
+    return [
+        Citation(title=p.title, heading=p.heading, url=p.url, source=p.source, module=p.module, chunk_id=p.id,
+                 score=round(p.dense_score if p.dense_score is not None else p.score, 4))
+        for p in (pred.passages[n - 1] for n in pred.citations)
+    ]
+
+
+def token_usage(pred) -> dict:
+    """Prompt, completion and cached prompt tokens (a reused prefix: llama.cpp's KV cache, a provider's cache)."""
+    totals = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
+    for usage in (pred.get_lm_usage() or {}).values():
+        totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+        totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+        totals["cached_tokens"] += int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    return totals
