@@ -43,7 +43,6 @@ class Response:
     generation_time_ms: float = 0.0
     total_time_ms: float = 0.0
     usage: dict = field(default_factory=dict)  # prompt_tokens, completion_tokens
-    error: str | None = None
     standalone_query: str | None = None  # the rewritten query, for follow-ups
     gate: dict = field(default_factory=dict)  # probability, threshold, decision
     passages: list[dict] = field(default_factory=list)  # what was retrieved (ids, scores), for --verbose
