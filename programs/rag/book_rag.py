@@ -13,7 +13,6 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 import dspy
-from dspy.lm15 import Config, Message, Request
 from dspy.utils.exceptions import AdapterParseError
 
 from bookrag.config import (
@@ -27,6 +26,7 @@ from bookrag.config import (
 from bookrag.questions import follow_up_text
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode, make_lm
+from programs.lm.warm_up import warm_up_lm
 from programs.rag.answer_stream import stream_answer
 from programs.rag.answer_with_citations import REASONING, AnswerWithCitations, written_badly
 from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_context
@@ -139,20 +139,7 @@ class BookRAG(dspy.Module):
         prompt cache, so the first question costs no more than the others. A one-token call, never cached."""
         if not self.generates:
             return
-        predict = self.generate.predict
-        system, *turns = BookChatAdapter().format(predict.signature, predict.demos,
-                                                  {"context": "[1] -\n-", "question": "-", "history": ""})
-        messages = tuple(Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"])
-                         for m in turns)
-        dspy_lm_log = logging.getLogger("dspy.clients.lm")  # it warns of a truncated reply: here, on purpose
-        level = dspy_lm_log.level
-        dspy_lm_log.setLevel(logging.ERROR)
-        try:
-            with self._lm():
-                self.lm(Request(model=self.lm.model, system=system["content"], messages=messages,
-                                config=Config(max_tokens=1)), cache=False)
-        finally:
-            dspy_lm_log.setLevel(level)
+        warm_up_lm(self.lm, self.generate.predict, {"context": "[1] -\n-", "question": "-", "history": ""})
 
     def gate_evidence(self, question: str, history=(), k: int | None = None,
                       module: str | None = None) -> tuple[str, list[Passage]]:
