@@ -160,9 +160,10 @@ def test_load_program_updates_a_changed_book_and_still_warns_the_program_was_com
 
 
 @pytest.fixture
-def artifact_for_x(settings, twin_books):
-    """`artifacts/book/`, compiled (written) for x/book."""
+def artifact_for_x(settings, twin_books, tmp_path):
+    """`artifacts/book/` (in tmp), compiled (written) for x/book."""
     x, _ = twin_books
+    settings = settings.replace(artifacts_dir=tmp_path / "artifacts")
     with open_index(settings, x) as index:
         index.ingest(progress=False)
         manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "local", "embedder": index.embedder.name,
@@ -184,6 +185,7 @@ def test_an_artifact_compiled_for_another_book_of_the_same_name_is_an_artifact_e
 def test_the_default_artifact_of_a_namesake_book_is_passed_over_with_a_warning(settings, twin_books, artifact_for_x,
                                                                                  caplog):
     x, y = twin_books
+    settings = settings.replace(artifacts_dir=artifact_for_x.parent)
     assert default_artifact(settings, x) == artifact_for_x
     assert default_artifact(settings, y) is None
     assert any("compiled for another book of the same name" in r.getMessage() for r in caplog.records)
