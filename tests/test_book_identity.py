@@ -191,8 +191,12 @@ def test_the_default_artifact_of_a_namesake_book_is_passed_over_with_a_warning(s
     assert any("compiled for another book of the same name" in r.getMessage() for r in caplog.records)
 
 
-def test_an_artifact_naming_the_collection_before_path_hashes_still_loads(settings, small_index, tmp_path):
+@pytest.mark.parametrize("name", ["before path hashes", "before the project folder moved"])
+def test_an_artifact_naming_an_earlier_collection_of_the_same_book_still_loads(settings, small_index, tmp_path, name):
+    """Compiled before collections carried a path hash, or (a book named relative to the project) at another path."""
     legacy = legacy_collection_name(small_index.book_dir, small_index.embedder)
+    if name == "before the project folder moved":
+        legacy = legacy.replace("__", "-0123abcd__")
     manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "local",
                 "embedder": small_index.embedder.name, "collection": legacy, "book": str(small_index.book_dir),
                 "index_fingerprint": small_index.fingerprint(), "answer_mode": "extractive"}
