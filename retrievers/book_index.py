@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 from typing import Self
 
 from bookrag.config import Settings
+from retrievers.book_state import BookSnapshot
 from retrievers.embedder import Embedder, make_embedder
-from retrievers.indexer import Indexer, IngestReport, collection_name
+from retrievers.indexer import Indexer, IngestReport, check_same_book, collection_name, legacy_collection_name
 from retrievers.retriever import QdrantRetriever
 from retrievers.store import VectorStore, open_store
+
+log = logging.getLogger(__name__)
 
 
 class BookIndex:
@@ -28,16 +32,42 @@ class BookIndex:
         return self
 
     def ingest(self, recreate: bool = False, progress: bool | None = None) -> IngestReport:
+        if not self.store.exists():
+            self._mention_legacy_collection()
         return Indexer(self.settings, self.embedder, self.store).ingest(self.book_dir, recreate, progress)
 
     def ingest_state(self) -> str:
         """`missing` (no collection, or an empty one), `incomplete` (its last ingest did not finish: the points
-        are part old book, part new, and answers from them can be silently wrong) or `complete`."""
+        are part old book, part new, and answers from them can be silently wrong), `changed` (complete, but the
+        book's files changed since: answers would come from the old text) or `complete`.
+        A collection holding another book is a StoreError."""
         points = self.store.count() if self.store.exists() else 0
         if not points:
             return "missing"
         record = self.store.ingest_record()
-        return "complete" if record is not None and record.get("points") == points else "incomplete"
+        if record is None or record.get("points") != points:
+            return "incomplete"
+        check_same_book(self.collection, record, self.book_dir)
+        return "changed" if self.changed_files(record) else "complete"
+
+    def changed_files(self, record: dict | None = None) -> list[str]:
+        """The book's files added, removed or edited since its last complete ingest (all of them if none)."""
+        record = record if record is not None else (self.store.ingest_record() or {})
+        return BookSnapshot.changed_files(self.book_dir, record.get("files"))
+
+    def _mention_legacy_collection(self) -> None:
+        """Indexes made before collections were named by book path are not reused (the name was shared by every
+        book in a folder of that name, so its points may be another book's): say that one is left behind."""
+        legacy = open_store(self.settings, legacy_collection_name(self.book_dir, self.embedder))
+        try:
+            if legacy.exists():
+                where = (f"delete {self.settings.store_dir / legacy.collection}" if self.settings.store_kind ==
+                         "embedded" else f"drop the collection {legacy.collection} on the Qdrant server")
+                log.warning("indexing %s into %s; the index %s made by an earlier bookrag is no longer used: %s to "
+                            "free its space once no older bookrag needs it", self.book_dir, self.collection,
+                            legacy.collection, where)
+        finally:
+            legacy.close()
 
     @property
     def retriever(self) -> QdrantRetriever:

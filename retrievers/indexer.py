@@ -5,10 +5,15 @@ book's chunks with the ids in the store, embeds only the new ones, fixes changed
 the book no longer has. Upserts come before deletes, batch by batch, so a run killed at any moment leaves an
 index the next run finishes without duplicates. Whether the last run finished is told by the store's ingest
 record: removed before the first write, written after the last, so a killed run leaves none and readers can tell.
+
+The record also names the book (its resolved path) and holds a snapshot of its files (`BookSnapshot`), taken
+before the book is read: readers compare it with the folder to notice a book edited since, and an ingest refuses
+a collection whose record names another book instead of deleting that book's chunks.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -18,6 +23,7 @@ from bookrag.config import Settings, book_name
 from bookrag.errors import BadArgumentError, StoreError
 from bookrag.progress import progress_bar
 from retrievers.bm25 import Bm25Encoder
+from retrievers.book_state import BookSnapshot
 from retrievers.chunking import Chunk, chunk_page
 from retrievers.embedder import Embedder
 from retrievers.markdown import BookFileError, find_pages, parse_page, toc_titles
@@ -28,8 +34,27 @@ EMBED_BATCH = 64
 
 
 def collection_name(book_dir: Path, embedder: Embedder) -> str:
-    """`<book>__<embedder>`: vectors of different models never share a collection."""
+    """`<book>-<hash of its resolved path>__<embedder>`: two books in folders of the same name never share a
+    collection, nor do vectors of different models. (A moved book gets a new one: re-indexed on first use.)"""
+    path_hash = hashlib.sha256(str(Path(book_dir).resolve()).encode()).hexdigest()[:8]
+    return f"{book_name(book_dir)}-{path_hash}__{embedder.name}"
+
+
+def legacy_collection_name(book_dir: Path, embedder: Embedder) -> str:
+    """The name before the path hash: shared by every book in a folder of this name, so never opened any more."""
     return f"{book_name(book_dir)}__{embedder.name}"
+
+
+def check_same_book(collection: str, record: dict | None, book_dir: Path) -> None:
+    """Refuse a collection whose ingest record names another book (a path-hash collision, or a data folder copied
+    between machines): writing to it would delete that book's chunks, reading it would answer from its text."""
+    indexed = (record or {}).get("book")
+    if indexed and indexed != str(Path(book_dir).resolve()):
+        raise StoreError(
+            f"collection {collection!r} holds the book at {indexed}, not {Path(book_dir).resolve()}: set "
+            "BOOKRAG_DATA_DIR to another folder for this book, or run `python ingest.py BOOK_DIR --recreate` to "
+            "replace that index"
+        )
 
 
 @dataclass
@@ -92,6 +117,9 @@ class Indexer:
 
     def ingest(self, book_dir: Path, recreate: bool = False, progress: bool | None = None) -> IngestReport:
         started = time.perf_counter()
+        previous = {} if recreate or not self.store.exists() else (self.store.ingest_record() or {})
+        check_same_book(self.store.collection, previous, book_dir)
+        snapshot = BookSnapshot.take(book_dir, previous.get("files"))  # before reading: a later edit shows next time
         chunks, errors, n_files = read_book(book_dir, self.settings)
         report = IngestReport(files=n_files - len(errors), chunks=len(chunks), errors=errors)
         if recreate and self.store.exists():
@@ -126,7 +154,8 @@ class Indexer:
         self.store.delete(stale)
         report.deleted = len(stale)
         self.store.flush()
-        self.store.set_ingest_record({"points": self.store.count()})  # last: the ingest completed
+        record = {"points": self.store.count(), "book": str(Path(book_dir).resolve()), "files": snapshot.record()}
+        self.store.set_ingest_record(record)  # last: the ingest completed
         report.seconds = time.perf_counter() - started
         log.info("ingest %s into %s: %s", book_dir, self.store.collection, report.summary())
         return report

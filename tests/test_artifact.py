@@ -87,10 +87,11 @@ def test_rewriting_replaces_the_artifact_and_leaves_no_staging_folders(small_ind
 
 def test_the_default_artifact_is_restored_after_a_kill_between_the_renames(small_index, artifact):
     """ask.py and evaluate.py look for artifacts/<book>/: it must come back, not silently be passed over."""
-    artifact.rename(artifact.with_name(f".{artifact.name}.old-deadbeef"))
+    default = artifact.with_name(small_index.book_dir.name)  # artifacts/<book>/, compiled for this book
+    artifact.rename(default.with_name(f".{default.name}.old-deadbeef"))
     settings = small_index.settings.replace(artifacts_dir=artifact.parent)
-    assert default_artifact(settings, small_index.book_dir.with_name(artifact.name)) == artifact
-    assert read_manifest(artifact)["collection"] == small_index.collection
+    assert default_artifact(settings, small_index.book_dir) == default
+    assert read_manifest(default)["collection"] == small_index.collection
 
 
 @pytest.mark.parametrize("left", [[PROGRAM_FILE], []], ids=["program-only", "empty"])

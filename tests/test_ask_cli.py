@@ -119,6 +119,30 @@ def test_in_scope_question_answers_with_citations_verbose_json_and_no_secrets(en
     assert "Indexing" not in result.stderr  # the index from the first run is reused
 
 
+def test_books_in_folders_named_alike_answer_from_their_own_text_and_an_edited_page_is_picked_up(env, tmp_path):
+    """x/book and y/book used to share one collection: y answered with x's facts, exit 0. And an edited page was
+    answered from the text indexed before the edit, with no warning."""
+    books = {}
+    for where, height in (("x", "1.4 m"), ("y", "2.7 m")):
+        books[where] = tmp_path / where / "book"
+        for rel, text in BOOK.items():
+            (books[where] / rel).parent.mkdir(parents=True, exist_ok=True)
+            (books[where] / rel).write_text(textwrap.dedent(text).lstrip().replace("1.4 m", height), encoding="utf-8")
+    shared = {**env, "BOOKRAG_DATA_DIR": str(tmp_path / "data"), "BOOKRAG_ARTIFACTS_DIR": str(tmp_path / "artifacts")}
+    for where, height, other in (("x", "1.4 m", "2.7 m"), ("y", "2.7 m", "1.4 m")):
+        result = run_ask(shared, IN_SCOPE, "--json", "--book", str(books[where]))
+        assert result.returncode == 0, result.stderr
+        answer = one_json_object(result.stdout)["answer"]
+        assert height in answer and other not in answer
+    intro = books["x"] / "intro.md"
+    intro.write_text(intro.read_text().replace("1.4 m", "5.2 m"))
+    result = run_ask(shared, IN_SCOPE, "--json", "--book", str(books["x"]))
+    assert result.returncode == 0, result.stderr
+    assert "The book changed since it was indexed (1 file(s): intro.md): updating the index ..." in result.stderr
+    answer = one_json_object(result.stdout)["answer"]
+    assert "5.2 m" in answer and "1.4 m" not in answer
+
+
 @pytest.mark.slow
 def test_the_local_model_answers_how_tall_kestrel_is_briefly_and_cites_intro(tmp_path):
     """The README's first example, as a user runs it: the bundled book, the packaged model, generated answers."""

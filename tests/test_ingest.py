@@ -320,7 +320,7 @@ def test_an_ingest_that_fails_midway_is_incomplete_until_a_run_finishes_it(tmp_p
         assert index.store.count() == 64 and index.ingest_state() == "incomplete"
         index.ingest(progress=False)
         assert index.ingest_state() == "complete"
-        assert index.store.ingest_record() == {"points": 100}
+        assert index.store.ingest_record()["points"] == 100
         page = book / "00-part" / "000-page.md"  # any change: incomplete from the first write until the last
         page.write_text(page.read_text() + "\nA closing line.\n")
         embedder.outage_after = len(embedder.document_batches)  # fails on the next batch
@@ -485,3 +485,26 @@ def test_the_mkdocs_fastapi_tutorial_ingests_without_syntax_in_any_citation_fiel
              for form in MKDOCS_SYNTAX if form in getattr(c, field)]
     assert leaks == []
     assert "/docs/path-params#data-validation" in {c.url for c in chunks}
+
+
+def test_ingesting_a_book_in_a_folder_of_the_same_name_leaves_the_first_books_points(settings, tmp_path):
+    x = write_book(tmp_path / "x" / "book", SMALL_BOOK)
+    y = write_book(tmp_path / "y" / "book", {"intro.md": "# Other\n\nA different book about sailing boats.\n"})
+    _, x_points, _ = ingest(settings, x)
+    report, y_points, _ = ingest(settings, y)
+    assert report.deleted == 0 and not set(x_points) & set(y_points)
+    _, x_points_after, embedder = ingest(settings, x)
+    assert x_points_after == x_points and embedder.document_batches == []  # nothing of x was lost
+
+
+def test_the_ingest_record_names_the_book_and_snapshots_every_file_it_reads(settings, mdbook_src):
+    with BookIndex(settings, mdbook_src, embedder=FakeEmbedder()) as index:
+        index.ingest(progress=False)
+        record = index.store.ingest_record()
+    assert record["book"] == str(mdbook_src.resolve())
+    # the table of contents and the included listing change the chunks as much as a page does
+    assert set(record["files"]) == {"SUMMARY.md", "intro.md", "guide/ch01-00-start.md", "guide/ch02-01-setup.md",
+                                    "listings/main.rs"}
+    listing = mdbook_src / "listings" / "main.rs"
+    size, mtime_ns, sha = record["files"]["listings/main.rs"]
+    assert (size, mtime_ns) == (listing.stat().st_size, listing.stat().st_mtime_ns) and len(sha) == 64

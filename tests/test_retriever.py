@@ -155,7 +155,7 @@ def test_book_index_is_complete_and_its_fingerprint_follows_the_text(small_index
     page.write_text(page.read_text() + "\nA new closing paragraph.\n")
     small_index.ingest(progress=False)
     assert small_index.fingerprint() != before
-    assert small_index.collection == "small-book__fake16"
+    assert small_index.collection.startswith("small-book-") and small_index.collection.endswith("__fake16")
 
 
 def test_fake_embedder_vectors_are_unit_length_and_deterministic():

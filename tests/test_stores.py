@@ -267,3 +267,11 @@ def test_credentials_in_qdrant_url_never_appear_in_a_store_error():
     assert "admin" not in str(info.value) and f"127.0.0.1:{url.rsplit(':', 1)[1]}" in str(info.value)
     store.close()
     join_version_checks()
+
+
+def test_the_ingest_record_keeps_the_book_and_its_file_snapshot_whole(store):
+    """The record a reader compares with the folder: the book's path and, per file, size, mtime and hash."""
+    store.create(DIM)
+    files = {f"{n:02d}-part/page.md": [1200 + n, 1764000000123456789, "ab" * 32] for n in range(300)}
+    store.set_ingest_record({"points": 5, "book": "/x/book", "files": files})
+    assert store.ingest_record() == {"points": 5, "book": "/x/book", "files": files}

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
 
-from bookrag.config import PROJECT_ROOT, Settings
+from bookrag.config import PROJECT_ROOT, Settings, book_name
 from bookrag.errors import ArtifactError
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,8 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     if state == "incomplete":  # answers from half an ingest would be silently wrong
         raise ArtifactError(f"the last ingest into {index.collection} did not finish, so it holds only part of the "
                             f"book: run `python ingest.py {index.book_dir}` to complete it")
+    if state == "changed":  # answering from the old text would be silently wrong; the ingest is incremental
+        update_index(index, log.warning, progress=False, state=state)
     if manifest["index_fingerprint"] != index.fingerprint():
         log.warning("%s: the book changed since this program was compiled; recompile with `python optimize.py` "
                     "for a calibrated refusal gate", artifact_dir)
@@ -141,9 +144,27 @@ def check_artifact(manifest: dict, artifact_dir: Path, settings: Settings, index
             f"{settings.expand} is configured: unset BOOKRAG_EXPAND (or --expand) to use the compiled one, or "
             f"recompile with `BOOKRAG_EXPAND={settings.expand} python optimize.py`"
         )
-    if manifest["collection"] != index.collection:
+    if (compiled_for := compiled_book(manifest)) != index.book_dir.resolve():
+        raise ArtifactError(
+            f"{artifact_dir} was compiled for the book at {compiled_for}, not {index.book_dir.resolve()}: pass "
+            f"--book {compiled_for} to ask that book, or compile one for this book with `python optimize.py --book "
+            f"{index.book_dir} --out DIR` and pass --program DIR"
+        )
+    if not is_collection_of(manifest["collection"], index):
         raise ArtifactError(f"{artifact_dir} was compiled for collection {manifest['collection']}, not "
                             f"{index.collection}: recompile with `python optimize.py --book {index.book_dir}`")
+
+
+def compiled_book(manifest: dict) -> Path:
+    """The book a program was compiled for (manifests name books inside the project relative to it)."""
+    return (PROJECT_ROOT / manifest["book"]).resolve()
+
+
+def is_collection_of(collection: str, index) -> bool:
+    """Whether `collection` is a name this book's index had: its own; the same book's before the project folder
+    moved (a path-relative book, another path hash); or the name used before collections carried a path hash."""
+    pattern = rf"{re.escape(book_name(index.book_dir))}(-[0-9a-f]{{8}})?__{re.escape(index.embedder.name)}"
+    return collection == index.collection or re.fullmatch(pattern, collection) is not None
 
 
 def compiled_expansion(manifest: dict) -> str:
@@ -153,9 +174,12 @@ def compiled_expansion(manifest: dict) -> str:
 
 def default_artifact(settings: Settings, book_dir: Path) -> Path | None:
     """`artifacts/<book>/` when a program has been compiled for this book, else None. A folder there without its
-    manifest is an error, as it is with --program: running the uncompiled program instead would hide it."""
-    from bookrag.config import book_name
+    manifest is an error, as it is with --program: running the uncompiled program instead would hide it.
 
+    The folder is named after the book's folder, so it may hold a program compiled for another book of the same
+    name: that one is not this book's program (its demos and refusal gate were fitted to other text), so it is
+    passed over with a warning, as if none had been compiled; an explicit --program for another book is an error.
+    """
     default = settings.artifacts_dir / book_name(book_dir)
     restore_previous(default)
     if not default.exists():
@@ -164,14 +188,19 @@ def default_artifact(settings: Settings, book_dir: Path) -> Path | None:
         raise ArtifactError(f"{default / MANIFEST_FILE} is missing: {default}, the compiled program used by default "
                             f"for this book, is incomplete; recompile with `python optimize.py`, or remove {default} "
                             "to run the uncompiled program")
+    if (compiled_for := compiled_book(read_manifest(default))) != Path(book_dir).resolve():
+        log.warning("%s was compiled for another book of the same name (%s): answering with the uncompiled program; "
+                    "compile one for %s with `python optimize.py --book %s --out DIR` and pass --program DIR",
+                    default, compiled_for, book_dir, book_dir)
+        return None
     return default
 
 
 def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: Path | None = None,
                  zero_shot: bool = False, progress: bool | None = None, announce=print):
-    """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if there is one (unless `zero_shot`); else the
-    zero-shot program. Indexes the book first if its collection is missing or its last ingest did not finish
-    (after checking the artifact fits, so a mismatch embeds nothing), and says so."""
+    """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if there is one for this book (unless
+    `zero_shot`); else the zero-shot program. Indexes the book first if its collection is missing, its last ingest
+    did not finish or the book changed since (after checking the artifact fits, so a mismatch embeds nothing)."""
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
@@ -181,12 +210,25 @@ def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: 
     index = BookIndex(settings, book_dir)
     if artifact is not None:
         check_artifact(read_manifest(artifact), artifact, settings, index)
-    state = index.ingest_state()
-    if state != "complete":
-        announce(f"Indexing {book_dir} into {index.collection} (first run) ..." if state == "missing" else
-                 f"Finishing the ingest of {book_dir} into {index.collection}: the last one did not complete ...")
-        report = index.ingest(progress=progress)
-        announce(f"Indexed: {report.summary()}")
+    update_index(index, announce, progress)
     if artifact is not None:
         return load_program(artifact, settings, index=index)
     return BookRAG.from_settings(settings, index)
+
+
+def update_index(index, announce, progress: bool | None = None, state: str | None = None) -> None:
+    """Ingest (incrementally) when the book's collection is missing, its last ingest did not finish, or the book
+    changed since it was indexed, saying why first; nothing when the index is the book."""
+    state = state or index.ingest_state()
+    if state == "complete":
+        return
+    if state == "changed":
+        changed = index.changed_files()
+        names = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
+        announce(f"The book changed since it was indexed ({len(changed)} file(s): {names}): updating the index ...")
+    elif state == "missing":
+        announce(f"Indexing {index.book_dir} into {index.collection} (first run) ...")
+    else:
+        announce(f"Finishing the ingest of {index.book_dir} into {index.collection}: the last one did not complete ...")
+    report = index.ingest(progress=progress)
+    announce(f"Indexed: {report.summary()}")
