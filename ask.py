@@ -12,7 +12,9 @@ With --json, stdout holds exactly one JSON object (chat: one per line); everythi
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -190,10 +192,9 @@ def show(response, args) -> None:
     if args.json:
         print(json.dumps(response.to_dict()), flush=True)
         return
-    from rich.console import Console
     from rich.text import Text
 
-    console = Console(highlight=False)
+    console = stdout_console()
     # Book text goes through `printable` (no escape sequence acts) and into `Text` (no `[red]` is rich markup).
     console.print(Text(printable(response.answer), style="yellow" if response.is_refusal else ""))
     if response.citations:
@@ -204,6 +205,19 @@ def show(response, args) -> None:
             console.print(Text(printable(f"     {c.url or c.source}"), style="dim"))
     if args.verbose:
         show_details(console, response)
+
+
+def stdout_console():
+    """rich's Console on stdout, except that a reader who stopped reading (`| head -1`) raises BrokenPipeError,
+    which `bookrag.cli.run` ends quietly with 0 (rich itself would exit 1)."""
+    from rich.console import Console
+
+    class StdoutConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return StdoutConsole(highlight=False)
 
 
 def show_details(console, response) -> None:

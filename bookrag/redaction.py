@@ -24,9 +24,10 @@ _BASIC = re.compile(r"(Basic\s+)([A-Za-z0-9+/]+={0,2})(?![\w+/=])")
 # after a scheme (`https://user:pw@`), or bare `user:pw@host` as connection errors print it.
 _USERINFO = re.compile(r"(?<=://)[^\s/?#]+@|(?<![\w/@.:-])[^\s/@:]+:[^\s/?#]*@(?=[\w.-])")
 _URL_USERINFO = re.compile(r"://([^\s/?#]+)@")
-# A query parameter whose name says it carries a credential (`?api_key=...`, `&access_token=...`, `&auth=...`).
-_QUERY_SECRET = re.compile(r"(?<=[?&;])([^=\s&#?;]*(?:key|token|secret|password|auth)[^=\s&#?;]*=)([^&\s#\"'<>]+)",
-                           re.IGNORECASE)
+# A query parameter whose name says it carries a credential (`?api_key=...`, `&access_token=...`, `&auth=...`); its
+# value ends where a URL in running text does (`(server http://h/v1?key=k)` keeps its parenthesis).
+_QUERY_SECRET = re.compile(r"(?<=[?&;])([^=\s&#?;]*(?:key|token|secret|password|auth)[^=\s&#?;]*=)"
+                           r"([^&\s#\"'<>,;)\]}]+)", re.IGNORECASE)
 _MIN_SECRET = 8  # a value not known to be a secret is masked only from this length: shorter ones are ordinary words
 _WORD = "A-Za-z0-9"  # a short known secret is masked only as a whole token, not inside a longer run of these
 MASK = "***"

@@ -405,7 +405,7 @@ def test_escape_sequences_in_the_book_are_shown_inert_and_brackets_are_no_markup
     out = screen.getvalue() if screen else capsys.readouterr().out
     assert not [seq for seq in HOSTILE_SEQUENCES if seq in out]  # rich's own colours on a terminal are fine
     assert "\\x1b[2J" in out and "\\x1b]0;pwned\\x07" in out and "\\x9b2J" in out  # shown, not acted on
-    assert "[red]red[/red] [link=https://evil.example]here[/link]" in out  # the book's brackets, as written
+    assert "[red]red[/red]" in out and "[link=https://evil.example]here[/link]" in out  # the brackets, as written
     assert "[bold]x[/bold]" in out
 
 

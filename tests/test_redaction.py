@@ -143,3 +143,8 @@ def test_a_short_cohere_key_a_400_echoes_is_masked(monkeypatch):
         embedder.embed_documents(["a chunk"])
     assert "invalid request: key *** has no access to this model" in str(caught.value)
     assert key not in str(caught.value)
+
+
+def test_a_masked_query_value_keeps_the_punctuation_around_its_url():
+    assert scrub("failed (server http://h/v1?api_key=QuerySecret987654), retry") == \
+        "failed (server http://h/v1?api_key=***), retry"
