@@ -89,8 +89,6 @@ def run(main) -> None:
     try:
         code = main()
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
-    except BrokenPipeError as exc:
-        code = _stdout_closed() if _reader_gone() else _unexpected(exc)
     except BookragError as exc:
         error_line(str(exc))
         code = exc.exit_code
@@ -98,14 +96,13 @@ def run(main) -> None:
         print("interrupted", file=sys.stderr)
         code = 130
     except Exception as exc:  # the last line of defence: no raw traceback, no secret
-        code = _unexpected(exc)
+        if isinstance(exc, BrokenPipeError) and _reader_gone():
+            code = _stdout_closed()
+        else:
+            error_line(f"unexpected {type(exc).__name__}: {exc} (a bug in bookrag; --verbose shows the traceback)")
+            log.debug("traceback of the unexpected error", exc_info=exc)
+            code = EXIT_UNEXPECTED
     sys.exit(code or 0)
-
-
-def _unexpected(exc: Exception) -> int:
-    error_line(f"unexpected {type(exc).__name__}: {exc} (a bug in bookrag; --verbose shows the traceback)")
-    log.debug("traceback of the unexpected error", exc_info=exc)
-    return EXIT_UNEXPECTED
 
 
 def error_line(message: str) -> None:
@@ -117,8 +114,12 @@ def error_line(message: str) -> None:
 def _reader_gone() -> bool:
     """Whether stdout is a pipe nobody reads any more (poll reports an error on it): the broken pipe was ours to
     print to, not a connection the run needed."""
+    try:
+        stdout = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (replaced, closed): not the pipe in question
+        return False
     poller = select.poll()
-    poller.register(sys.stdout.fileno(), select.POLLOUT)
+    poller.register(stdout, select.POLLOUT)
     return any(events & select.POLLERR for _, events in poller.poll(0))
 
 

@@ -2,7 +2,7 @@
 over a tiny book in tmp, plus in-process tests of the chat loop and --validate with stub programs.
 
 The subprocesses share one data folder (module scope): the first run indexes the book, the others reuse it. Only
-three of them load MiniLM; the argument and configuration errors exit before any model is touched.
+the ones that ask a question load MiniLM; the argument and configuration errors exit before any model is touched.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import ask
 from fake_openai import FakeOpenAI, _Handler, serving
 
+import ask
 from bookrag.config import REFUSAL_MESSAGE
 from bookrag.errors import AgentError
 from programs.rag.response import Citation, Response

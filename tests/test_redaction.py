@@ -78,8 +78,8 @@ def test_scrub_masks_the_credentials_of_a_configured_url_in_every_form(monkeypat
 
 @pytest.mark.parametrize("text, shown", [
     ("http://alice:Hunter2@Secret9@127.0.0.1:8000/v1", "http://***@127.0.0.1:8000/v1"),  # an unencoded `@`
-    ("cannot connect to alice:Hunter2@Secret9@127.0.0.1:8000 (refused)", "cannot connect to ***@127.0.0.1:8000 "
-                                                                           "(refused)"),
+    ("cannot connect to alice:Hunter2@Secret9@127.0.0.1:8000 (refused)", ("cannot connect to ***@127.0.0.1:8000 "
+                                                                            "(refused)")),
 ])
 def test_userinfo_is_masked_up_to_the_last_at_before_the_host(text, shown):
     assert scrub(text) == shown
@@ -94,8 +94,8 @@ def test_a_password_with_an_unencoded_at_is_masked_in_all_its_pieces_when_a_serv
 
 @pytest.mark.parametrize("url, shown", [
     ("https://lm.example/v1?api_key=QuerySecret987654", "https://lm.example/v1?api_key=***"),
-    ("https://h/x?model=m&access_token=t0k&X-Auth=a1&Password=pw#frag", "https://h/x?model=m&access_token=***&X-Auth=***"
-                                                                       "&Password=***#frag"),
+    ("https://h/x?model=m&access_token=t0k&X-Auth=a1&Password=pw#frag", ("https://h/x?model=m&access_token=***&X-Auth=***"
+                                                                        "&Password=***#frag")),
     ("https://h/x?client_secret=s3&page=2", "https://h/x?client_secret=***&page=2"),
     ("https://h/x?page=2&q=token", "https://h/x?page=2&q=token"),  # a value named otherwise stays, whatever it says
 ])

@@ -14,8 +14,8 @@ ESC, BEL, CSI = "\x1b", "\x07", "\x9b"
     (f"{ESC}[2Jcleared", "\\x1b[2Jcleared"),  # clear the screen
     (f"{ESC}[31mred{ESC}[0m", "\\x1b[31mred\\x1b[0m"),  # colour
     (f"{ESC}]0;pwned{BEL}title", "\\x1b]0;pwned\\x07title"),  # OSC 0: the window title
-    (f"{ESC}]8;;https://evil.example{ESC}\\click{ESC}]8;;{ESC}\\", "\\x1b]8;;https://evil.example\\x1b\\click"
-                                                                  "\\x1b]8;;\\x1b\\"),  # OSC 8: a hyperlink
+    (f"{ESC}]8;;https://evil.example{ESC}\\click{ESC}]8;;{ESC}\\", ("\\x1b]8;;https://evil.example\\x1b\\click"
+                                                                   "\\x1b]8;;\\x1b\\")),  # OSC 8: a hyperlink
     (f"{CSI}2J", "\\x9b2J"),  # C1: a one-character CSI
     ("over\rwrite\b\x00\x7f", "over\\x0dwrite\\x08\\x00\\x7f"),
 ])
