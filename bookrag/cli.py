@@ -63,10 +63,11 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 class ScrubbingFormatter(logging.Formatter):
-    """Log lines (tracebacks included) without secrets: libraries log URLs and error bodies as they are."""
+    """Log lines (tracebacks included) without secrets: libraries log URLs and error bodies as they are; and
+    without control characters: a warning may quote a page's file name or front matter."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return scrub(super().format(record))
+        return printable(scrub(super().format(record)))
 
 
 def setup_logging(verbose: bool = False) -> None:

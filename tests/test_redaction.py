@@ -148,3 +148,10 @@ def test_a_short_cohere_key_a_400_echoes_is_masked(monkeypatch):
 def test_a_masked_query_value_keeps_the_punctuation_around_its_url():
     assert scrub("failed (server http://h/v1?api_key=QuerySecret987654), retry") == \
         "failed (server http://h/v1?api_key=***), retry"
+
+
+def test_a_log_line_quoting_a_book_shows_its_escape_sequences_inert():
+    record = logging.LogRecord("retrievers.markdown", logging.WARNING, __file__, 1, "%s: slug %s leaves the docs root",
+                               ("intro\x1b]0;pwned\x07.md", "\x1b[2J/x"), None)
+    line = ScrubbingFormatter("%(levelname)s %(name)s: %(message)s").format(record)
+    assert line == "WARNING retrievers.markdown: intro\\x1b]0;pwned\\x07.md: slug \\x1b[2J/x leaves the docs root"
