@@ -16,8 +16,9 @@ from urllib.parse import quote, quote_plus, unquote
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 # A name that ends in one of those words holds a secret for sure (OPENAI_API_KEY, HF_TOKEN, PGPASSWORD): its value is
-# masked whatever its length. Other names merely holding one (TOKENIZERS_PARALLELISM=false) keep the 8-char floor.
-_KNOWN_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)S?$", re.IGNORECASE)
+# masked whatever its length. Other names merely holding one (TOKENIZERS_PARALLELISM=false, BOOKRAG_LM_MAX_TOKENS=512)
+# keep the 8-char floor.
+_KNOWN_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer\s+)[^\s\"',;)\]}]+", re.IGNORECASE)  # the token, not the punctuation after it
 _BASIC = re.compile(r"(Basic\s+)([A-Za-z0-9+/]+={0,2})(?![\w+/=])")
 # userinfo, up to the LAST `@` before the host (a password may hold an unencoded `@`, and clients split there):

@@ -123,10 +123,12 @@ def test_a_very_short_secret_is_masked_as_a_whole_token_not_inside_words(monkeyp
 
 
 def test_a_value_that_only_looks_secret_keeps_the_8_character_floor(monkeypatch):
-    """TOKENIZERS_PARALLELISM holds TOKEN but is no secret: `false` stays readable in every message."""
+    """TOKENIZERS_PARALLELISM and BOOKRAG_CHUNK_TOKENS hold TOKEN but are no secrets: `false` and `abc` stay
+    readable in every message (a configuration error shows the bad value)."""
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    monkeypatch.setenv("BOOKRAG_CHUNK_TOKENS", "abc")
     monkeypatch.setenv("SECRET_STORE_PATH", "/run/secret-store")
-    assert scrub("stream=false, store /run/secret-store") == "stream=false, store ***"
+    assert scrub("stream=false, store /run/secret-store, got 'abc'") == "stream=false, store ***, got 'abc'"
 
 
 def test_a_short_cohere_key_a_400_echoes_is_masked(monkeypatch):
