@@ -12,7 +12,9 @@ With --json, stdout holds exactly one JSON object (chat: one per line); everythi
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,12 +24,14 @@ from bookrag.cli import (
     EXIT_OK,
     EXIT_REFUSED,
     ArgumentParser,
+    error_line,
     load_settings,
     run,
     setup_logging,
 )
 from bookrag.config import BUNDLED_BOOK, MAX_TOP_K, ExpandMode
 from bookrag.errors import BookragError
+from bookrag.terminal_text import printable, undecodable
 from programs.rag.live_answer import LiveAnswer
 
 if TYPE_CHECKING:
@@ -107,6 +111,8 @@ def chat(program, args) -> int:
     from programs.rag.chat import Chat
 
     conversation = Chat(program)
+    if hasattr(sys.stdin, "reconfigure"):  # a line that is not UTF-8 is then said so, and the chat goes on
+        sys.stdin.reconfigure(errors="surrogateescape")
     notice("Ask about the book. /reset clears the conversation; /exit, quit or Ctrl-D leaves.")
     pending = [args.question] if args.question else []
     while True:
@@ -118,6 +124,10 @@ def chat(program, args) -> int:
         question = question.strip()
         if not question:
             continue
+        if (shown := undecodable(question)) is not None:
+            notice(f"(that line is not valid UTF-8 text: {shown!r}; retype it, or set the terminal to UTF-8 "
+                   "(LANG / LC_ALL))")
+            continue
         if question.lower() in CHAT_EXIT:
             return EXIT_OK
         if question.lower() == "/reset":
@@ -127,7 +137,7 @@ def chat(program, args) -> int:
         try:
             response = answer(conversation.ask, question, args)
         except (BookragError, ValueError) as exc:
-            notice(f"error: {exc}")
+            error_line(str(exc))
             continue
         except KeyboardInterrupt:
             notice("(interrupted)")
@@ -165,7 +175,7 @@ def validate(program, args) -> int:
             expected = f"answer with {fact!r}" if fact else "refusal"
             print(f"{'PASS' if passed else 'FAIL'}  {question}  (expected {expected})")
             if not passed or args.verbose:
-                print(f"      got: {' '.join(response.answer.split())[:200]}")
+                print(f"      got: {printable(' '.join(response.answer.split())[:200])}")
     accuracy = sum(r["passed"] for r in results) / len(results)
     if args.json:
         print(json.dumps({"accuracy": accuracy, "passed": sum(r["passed"] for r in results), "n": len(results),
@@ -182,26 +192,39 @@ def show(response, args) -> None:
     if args.json:
         print(json.dumps(response.to_dict()), flush=True)
         return
-    from rich.console import Console
     from rich.text import Text
 
-    console = Console(highlight=False)
-    console.print(Text(response.answer, style="yellow" if response.is_refusal else ""))
+    console = stdout_console()
+    # Book text goes through `printable` (no escape sequence acts) and into `Text` (no `[red]` is rich markup).
+    console.print(Text(printable(response.answer), style="yellow" if response.is_refusal else ""))
     if response.citations:
         console.print("Sources:", style="bold")
         for n, c in enumerate(response.citations, start=1):
             place = c.heading if c.heading.startswith(c.title) else " › ".join(filter(None, (c.title, c.heading)))
-            console.print(Text(f"  {n}. {place}  (score {c.score:.3f})"))
-            console.print(Text(f"     {c.url or c.source}", style="dim"))
+            console.print(Text(printable(f"  {n}. {place}  (score {c.score:.3f})")))
+            console.print(Text(printable(f"     {c.url or c.source}"), style="dim"))
     if args.verbose:
         show_details(console, response)
+
+
+def stdout_console():
+    """rich's Console on stdout, except that a reader who stopped reading (`| head -1`) raises BrokenPipeError,
+    which `bookrag.cli.run` ends quietly with 0 (rich itself would exit 1)."""
+    from rich.console import Console
+
+    class StdoutConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return StdoutConsole(highlight=False)
 
 
 def show_details(console, response) -> None:
     from rich.text import Text
 
     if response.standalone_query:
-        console.print(Text(f"standalone query: {response.standalone_query}"))
+        console.print(Text(printable(f"standalone query: {response.standalone_query}")))
     gate = response.gate
     if gate:
         decision = "answer" if gate.get("answerable") else "refuse"
@@ -218,9 +241,9 @@ def show_details(console, response) -> None:
         console.print("Retrieved (* cited):", style="bold")
     for p in response.passages:
         mark = "*" if p["chunk_id"] in cited else " "
-        console.print(Text(f" {mark}[{p['n']}] {p['chunk_id']}  score {p['score']:.4f}  "
-                           f"cosine {_number(p['dense_score'])}  bm25 {_number(p['sparse_score'])}"))
-        console.print(Text(f"      {p['source']} — {p['heading']}", style="dim"))
+        console.print(Text(printable(f" {mark}[{p['n']}] {p['chunk_id']}  score {p['score']:.4f}  "
+                                     f"cosine {_number(p['dense_score'])}  bm25 {_number(p['sparse_score'])}")))
+        console.print(Text(printable(f"      {p['source']} — {p['heading']}"), style="dim"))
 
 
 def _number(value) -> str:

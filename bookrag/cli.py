@@ -7,13 +7,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
+import select
 import sys
 from pathlib import Path
 
 from bookrag.config import AnswerMode, ConfigError, Settings
 from bookrag.errors import BookragError
 from bookrag.redaction import scrub
+from bookrag.terminal_text import printable, undecodable
 
 # Before anything imports dspy (and with it LiteLLM; this module's imports do not): price models from LiteLLM's
 # bundled table instead of downloading it, which stalls an offline run for ~7 s. A value the user set wins.
@@ -24,8 +25,6 @@ if not sys.stderr.isatty():
 
 EXIT_OK, EXIT_REFUSED, EXIT_CONFIG, EXIT_RUNTIME, EXIT_ARGS, EXIT_BELOW_GATE = 0, 1, 2, 3, 4, 5
 EXIT_UNEXPECTED = 70  # sysexits' EX_SOFTWARE: a bug, not something the user did
-# Bytes that are not UTF-8 reach sys.argv as lone surrogates (PEP 383); printing or encoding them crashes later.
-_UNDECODABLE = re.compile("[\udc80-\udcff]")
 log = logging.getLogger("bookrag")
 
 
@@ -56,8 +55,7 @@ class ArgumentParser(argparse.ArgumentParser):
         for action in self._actions:
             value = getattr(parsed, action.dest, None)
             for text in value if isinstance(value, list) else [value]:
-                if isinstance(text, str) and _UNDECODABLE.search(text):
-                    shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                if isinstance(text, str) and (shown := undecodable(text)) is not None:
                     name = "/".join(action.option_strings) or action.dest
                     self.error(f"argument {name} is not valid UTF-8 text: {shown!r}; retype it, or set the "
                                "terminal to UTF-8 (LANG / LC_ALL)")
@@ -65,10 +63,11 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 class ScrubbingFormatter(logging.Formatter):
-    """Log lines (tracebacks included) without secrets: libraries log URLs and error bodies as they are."""
+    """Log lines (tracebacks included) without secrets: libraries log URLs and error bodies as they are; and
+    without control characters: a warning may quote a page's file name or front matter."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return scrub(super().format(record))
+        return printable(scrub(super().format(record)))
 
 
 def setup_logging(verbose: bool = False) -> None:
@@ -86,21 +85,51 @@ def load_settings(**overrides) -> Settings:
 
 def run(main) -> None:
     """Call `main()` -> exit code; the one handler of every CLI. A BookragError prints one clear line and exits
-    with its code; anything else is a bug: one line, exit 70, and the traceback with --verbose only."""
+    with its code; anything else is a bug: one line, exit 70, and the traceback with --verbose only. A reader that
+    stopped reading (`ask.py ... | head -1`) ends the run quietly with 0, as Unix tools do."""
     try:
         code = main()
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
     except BookragError as exc:
-        print(f"error: {scrub(str(exc))}", file=sys.stderr)
+        error_line(str(exc))
         code = exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = 130
     except Exception as exc:  # the last line of defence: no raw traceback, no secret
-        print(f"error: unexpected {type(exc).__name__}: {scrub(str(exc))} (a bug in bookrag; --verbose shows the "
-              "traceback)", file=sys.stderr)
-        log.debug("traceback of the unexpected error", exc_info=exc)
-        code = EXIT_UNEXPECTED
+        if isinstance(exc, BrokenPipeError) and _reader_gone():
+            code = _stdout_closed()
+        else:
+            error_line(f"unexpected {type(exc).__name__}: {exc} (a bug in bookrag; --verbose shows the traceback)")
+            log.debug("traceback of the unexpected error", exc_info=exc)
+            code = EXIT_UNEXPECTED
     sys.exit(code or 0)
 
 
-__all__ = ["ArgumentParser", "ConfigError", "load_settings", "run", "setup_logging"]
+def error_line(message: str) -> None:
+    """`error: <message>` on stderr, without secrets, and without control characters a message may quote from a
+    book, a server or a question."""
+    print(f"error: {printable(scrub(message))}", file=sys.stderr)
+
+
+def _reader_gone() -> bool:
+    """Whether stdout is a pipe nobody reads any more (poll reports an error on it): the broken pipe was ours to
+    print to, not a connection the run needed."""
+    try:
+        stdout = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (replaced, closed): not the pipe in question
+        return False
+    poller = select.poll()
+    poller.register(stdout, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def _stdout_closed() -> int:
+    """The Python docs' recipe (library/signal, "Note on SIGPIPE"): stdout goes to /dev/null, so the interpreter's
+    last flush of what is still buffered raises nothing more."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_OK
+
+
+__all__ = ["ArgumentParser", "ConfigError", "error_line", "load_settings", "run", "setup_logging"]

@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import yaml
 
@@ -698,17 +698,40 @@ def _book_relative(path: Path, book: Path) -> str | None:
 
 
 def page_url(source: str, slug: object, base_url: str) -> str:
-    """Docusaurus routing: an absolute slug hangs off the docs root; otherwise the path without number prefixes."""
-    base = base_url.rstrip("/")
+    """Docusaurus routing: an absolute slug hangs off the docs root; otherwise the path without number prefixes.
+
+    The URL stays under `base_url`: its segments are percent-encoded, and a slug that would leave the docs root
+    (`../../etc`, `//host/x`, `https://host`) is not followed: the page keeps its file-path URL, with a warning."""
     parts = [_NUMBER_PREFIX.sub("", p) for p in PurePosixPath(source).with_suffix("").parts]
     if slug:
-        slug = str(slug)
-        if slug.startswith("/"):
-            return base + (slug if slug != "/" else "/")
-        parts = parts[:-1] + [slug.strip("/")]
-    elif parts[-1].lower() in ("index", "readme"):
+        segments = _slug_segments(str(slug), parts[:-1])
+        if segments is not None:
+            return _under(base_url, segments, folder=str(slug).startswith("/") and str(slug).endswith("/"))
+        log.warning("%s: slug %r leaves the docs root; the page's URL follows its file path instead", source, slug)
+    if parts[-1].lower() in ("index", "readme"):
         parts = parts[:-1]
-    return base + "/" + "/".join(parts)
+    return _under(base_url, parts)
+
+
+def _slug_segments(slug: str, folder: list[str]) -> list[str] | None:
+    """The path segments a slug names (an absolute slug from the docs root, a relative one from the page's folder,
+    `..` resolved); None if it leaves the docs root or is a URL of its own."""
+    if slug.startswith("//") or re.match(r"[A-Za-z][\w+.-]*:", slug) or "\\" in slug:
+        return None
+    segments = [] if slug.startswith("/") else list(folder)
+    for segment in slug.split("/"):
+        if segment == "..":
+            if not segments:
+                return None
+            segments.pop()
+        elif segment not in ("", "."):
+            segments.append(segment)
+    return segments
+
+
+def _under(base_url: str, segments: list[str], folder: bool = False) -> str:
+    path = "/".join(quote(segment, safe="") for segment in segments)
+    return base_url.rstrip("/") + "/" + path + ("/" if folder and path else "")
 
 
 def _fence_state(line: str, fence: str | None) -> tuple[str | None, bool]:

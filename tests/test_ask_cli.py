@@ -2,11 +2,12 @@
 over a tiny book in tmp, plus in-process tests of the chat loop and --validate with stub programs.
 
 The subprocesses share one data folder (module scope): the first run indexes the book, the others reuse it. Only
-three of them load MiniLM; the argument and configuration errors exit before any model is touched.
+the ones that ask a question load MiniLM; the argument and configuration errors exit before any model is touched.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -21,6 +22,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from fake_openai import FakeOpenAI, _Handler, serving
 
 import ask
 from bookrag.config import REFUSAL_MESSAGE
@@ -401,3 +404,116 @@ def test_piped_or_json_output_streams_nothing(capsys, options):
     program = DraftingProgram(lambda q: answer("Quillon is 1.4 m tall.", query=q))
     ask.answer(program.ask, IN_SCOPE, args(**options))
     assert not program.listened
+
+
+# -- text from the book on the terminal, a closed pipe, chat input that is not UTF-8 (issue 31) -----------------
+
+HOSTILE = ("Quillon is 1.4 m tall.\x1b[2J\x1b[31m [red]red[/red] [link=https://evil.example]here[/link] "
+           "\x1b]0;pwned\x07\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\ \x9b2J")
+HOSTILE_SEQUENCES = ("\x1b[2J", "\x1b[31m", "\x1b]0;", "\x1b]8;;", "\x07", "\x9b")
+
+
+def hostile_response() -> Response:
+    citation = Citation("\x1b]0;pwned\x07Welcome", "Welcome \x1b[2J[bold]x[/bold]", "/docs/intro\x1b]8;;https://evil\x1b\\",
+                        "intro.md", "general", "c1\x1b[31m", 0.7)
+    passage = {"n": 1, "chunk_id": "c1\x1b[31m", "score": 0.5, "dense_score": 0.4, "sparse_score": None,
+               "source": "intro\x1b[2J.md", "heading": "Welcome \x1b]0;pwned\x07"}
+    return Response(answer=HOSTILE, query="q", citations=[citation], mode="extractive", passages=[passage],
+                    standalone_query="how tall\x1b[2J")
+
+
+@pytest.mark.parametrize("where", ["piped", "terminal"])
+def test_escape_sequences_in_the_book_are_shown_inert_and_brackets_are_no_markup(monkeypatch, capsys, where):
+    screen = on_terminal(monkeypatch) if where == "terminal" else None
+    ask.show(hostile_response(), args(verbose=True))
+    out = screen.getvalue() if screen else capsys.readouterr().out
+    assert not [seq for seq in HOSTILE_SEQUENCES if seq in out]  # rich's own colours on a terminal are fine
+    assert "\\x1b[2J" in out and "\\x1b]0;pwned\\x07" in out and "\\x9b2J" in out  # shown, not acted on
+    assert "[red]red[/red]" in out and "[link=https://evil.example]here[/link]" in out  # the brackets, as written
+    assert "[bold]x[/bold]" in out
+
+
+def test_json_output_escapes_control_characters_by_jsons_rules(capsys):
+    ask.show(hostile_response(), args(json=True))
+    out = capsys.readouterr().out
+    assert not [c for c in out if ord(c) < 32 and c != "\n" or 0x7f <= ord(c) <= 0x9f]
+    assert "\\u001b[2J" in out and "\\u009b" in out
+    assert one_json_object(out)["answer"] == HOSTILE  # nothing lost: a reader of the JSON gets the text
+
+
+def test_a_chat_line_that_is_not_utf8_is_said_so_and_the_chat_goes_on(monkeypatch, capsys):
+    """The bytes a terminal set to Latin-1 sends for "é" (0xe9), on a real text stream as stdin."""
+    program = StubProgram(lambda q: answer(f"about {q}", query=q))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"first\nCaf\xe9 hours?\nsecond\n"), encoding="utf-8"))
+    assert ask.chat(program, args()) == 0
+    out, err = capsys.readouterr()
+    assert "(that line is not valid UTF-8 text: 'Caf\\\\xe9 hours?'; retype it" in err
+    assert [q for q, _ in program.calls] == ["first", "second"]
+    assert "about second" in out
+
+
+def test_an_error_in_a_chat_turn_is_scrubbed_and_inert(monkeypatch, capsys):
+    program = StubProgram(lambda q: AgentError(f"model at http://u:chat-pw-77@h:1 said \x1b]0;pwned\x07 for {q}"))
+    feed(monkeypatch, "boom")
+    assert ask.chat(program, args()) == 0
+    err = capsys.readouterr().err
+    assert "error: model at http://***@h:1 said \\x1b]0;pwned\\x07 for boom" in err
+    assert "chat-pw-77" not in err and "\x1b" not in err
+
+
+@pytest.mark.parametrize("options", [[], ["--json"]])
+def test_a_reader_that_stops_reading_ends_ask_quietly_with_0(env, first_run, options):
+    """`ask.py ... | head -1` with head gone before the answer is printed: no error, exit 0."""
+    child = subprocess.Popen([sys.executable, str(ROOT / "ask.py"), IN_SCOPE, *options], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env, cwd=Path(env["BOOKRAG_DATA_DIR"]).parent)
+    child.stdout.close()
+    stderr = child.stderr.read().decode()
+    assert child.wait(timeout=180) == 0, stderr
+    assert "error" not in stderr and "Traceback" not in stderr and "Exception ignored" not in stderr
+
+
+class CarelessProvider(_Handler):
+    """An OpenAI-compatible provider whose errors echo what it was sent: the Authorization header, decoded when
+    it is Basic, and the request's path with its query string."""
+
+    def _reply(self, server, body, status):
+        if status == 200:
+            return super()._reply(server, body, status)
+        sent = self.headers.get("Authorization", "")
+        scheme, _, value = sent.partition(" ")
+        decoded = base64.b64decode(value).decode("utf-8", "replace") if scheme == "Basic" else value
+        message = f"denied {decoded} ({sent}) at {self.path}"
+        self._send(status, json.dumps({"error": {"message": message, "type": "auth_error"}}).encode(), "application/json")
+
+
+@pytest.mark.parametrize("credentials, query, secrets", [
+    ("alice:Hunter2@Secret9@", "", ["Hunter2", "Secret9", base64.b64encode(b"alice:Hunter2@Secret9").decode()]),
+    ("", "?api_key=QuerySecret987654", ["QuerySecret987654"]),
+], ids=["unencoded-at-in-password", "key-in-query"])
+def test_an_lm_error_shows_none_of_the_credentials_of_the_api_base(env, first_run, credentials, query, secrets):
+    """A generated answer from a provider that fails and echoes the credentials it was sent: stderr and --json
+    carry none of them."""
+    with serving(FakeOpenAI("unused")) as fake:
+        fake.RequestHandlerClass = CarelessProvider
+        fake.script = [(401, 0.0)]
+        api_base = f"http://{credentials}127.0.0.1:{fake.server_port}/v1{query}"
+        environment = {k: v for k, v in env.items() if k != "OPENAI_API_BASE"}
+        result = run_ask(environment, IN_SCOPE, "--json", BOOKRAG_ANSWER_MODE="generated", BOOKRAG_LM="openai/fake-model",
+                         BOOKRAG_LM_API_BASE=api_base, BOOKRAG_LM_RETRIES="0")
+    assert result.returncode == 3, result.stderr
+    assert fake.requests, "the provider was never asked: the echo was not tested"
+    assert "Language model openai/fake-model failed" in result.stderr and "denied" in result.stderr
+    for secret in secrets:
+        assert secret not in result.stderr and secret not in result.stdout
+
+
+def test_a_draft_streamed_to_the_terminal_shows_the_books_escape_sequences_inert(monkeypatch):
+    class Quoting(StubProgram):
+        def ask(self, question, on_answer_text=None, **kwargs):
+            on_answer_text("Quillon\x1b[2J is 1.4 m tall.\x1b]0;pwned\x07")
+            return super().ask(question, **kwargs)
+
+    screen = on_terminal(monkeypatch)
+    ask.answer(Quoting(lambda q: answer("Quillon is 1.4 m tall.", query=q)).ask, IN_SCOPE, args())
+    assert "\x1b[2J" not in screen.getvalue() and "\x1b]0;" not in screen.getvalue()
+    assert "Quillon\\x1b[2J is 1.4 m tall." in screen.getvalue()

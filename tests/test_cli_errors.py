@@ -162,3 +162,56 @@ def test_an_unexpected_error_is_one_scrubbed_line_and_exit_70_with_the_traceback
     assert verbose.returncode == 70
     assert "Traceback (most recent call last)" in verbose.stderr and ", in main\n" in verbose.stderr
     assert "pw-5f0e" not in verbose.stderr
+
+
+PRINTS_TO_A_CLOSED_PIPE = """
+import sys, time
+from bookrag.cli import run
+def main():
+    time.sleep(0.5)  # the reader is gone by then
+    for n in range(3):
+        print("line", n)
+    return 0
+run(main)
+"""
+
+
+def test_a_reader_that_stopped_reading_ends_the_run_quietly_with_0(tmp_path):
+    """`... | head -1` closes the pipe: no error, no traceback, exit 0, as Unix tools do."""
+    child = subprocess.Popen([sys.executable, "-c", PRINTS_TO_A_CLOSED_PIPE], cwd=PROJECT_ROOT, env=env_for(tmp_path),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()
+    stderr = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 0, stderr
+    assert stderr == ""
+
+
+BREAKS_ANOTHER_PIPE = """
+from bookrag.cli import run
+def main():
+    raise BrokenPipeError(32, "Broken pipe")  # as a write to a server's socket would
+run(main)
+"""
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_no_quiet_success(tmp_path):
+    result = subprocess.run([sys.executable, "-c", BREAKS_ANOTHER_PIPE], cwd=PROJECT_ROOT, env=env_for(tmp_path),
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 70
+    assert result.stderr.startswith("error: unexpected BrokenPipeError: [Errno 32] Broken pipe")
+
+
+QUOTES_A_BOOK = """
+from bookrag.cli import run
+from bookrag.errors import StoreError
+def main():
+    raise StoreError("page '\\x1b]0;pwned\\x07\\x1b[2JIntro' could not be stored")
+run(main)
+"""
+
+
+def test_an_error_line_quoting_a_book_shows_its_escape_sequences_inert(tmp_path):
+    result = subprocess.run([sys.executable, "-c", QUOTES_A_BOOK], cwd=PROJECT_ROOT, env=env_for(tmp_path),
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 3
+    assert result.stderr == "error: page '\\x1b]0;pwned\\x07\\x1b[2JIntro' could not be stored\n"

@@ -785,3 +785,35 @@ def test_wrapped_page_is_joined_at_ingest(tmp_path):
     assert page.sections[0].text == (
         "A paragraph that an editor wrapped at a narrow column.\n\n```text\ncode line one\ncode line two\n```"
     )
+
+
+# -- citation URLs stay under the base URL, percent-encoded (issue 31) ----------------------------------------
+
+
+@pytest.mark.parametrize("slug, base_url", [
+    ("../../../etc", "/docs"),  # climbs out of the docs root
+    ("/../../etc/passwd", "/docs"),
+    ("//evil.example.com/phish", "/"),  # a protocol-relative URL: another site
+    ("https://evil.example.com/phish", "/docs"),  # an absolute URL of its own
+    ("javascript:alert(1)", "/docs"),
+])
+def test_a_slug_that_leaves_the_docs_root_gives_the_file_path_url_with_a_warning(tmp_path, caplog, slug, base_url):
+    page = parse(tmp_path, "01-ros2/02-nodes.md", f"---\nslug: '{slug}'\n---\nText.\n", base_url=base_url)
+    assert page.url == base_url.rstrip("/") + "/ros2/nodes"
+    assert f"01-ros2/02-nodes.md: slug {slug!r} leaves the docs root" in caplog.text
+
+
+def test_a_slug_that_climbs_but_stays_inside_is_followed(tmp_path, caplog):
+    page = parse(tmp_path, "01-ros2/02-nodes.md", "---\nslug: ../shared/./nodes\n---\nText.\n")
+    assert page.url == "/docs/shared/nodes"
+    assert "leaves the docs root" not in caplog.text
+
+
+@pytest.mark.parametrize("source, slug, url", [
+    ("01-ros2/odd\nname #1?.md", None, "/docs/ros2/odd%0Aname%20%231%3F"),
+    ("café/100%.md", None, "/docs/caf%C3%A9/100%25"),
+    ("a/b.md", "/x y/#top?", "/docs/x%20y/%23top%3F"),
+    ("a/b.md", "/guide/", "/docs/guide/"),
+])
+def test_url_segments_are_percent_encoded(source, slug, url):
+    assert page_url(source, slug, "/docs") == url

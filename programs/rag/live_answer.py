@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Self
 
+from bookrag.terminal_text import printable
+
 if TYPE_CHECKING:  # importing `programs` loads DSPy: not before ask.py has read its arguments
     from programs.rag.response import Response
 
@@ -51,7 +53,7 @@ class LiveAnswer:
         from rich.text import Text
 
         self.draft += piece
-        self._live.update(Text(self.draft.strip(), style="dim"))
+        self._live.update(Text(printable(self.draft.strip()), style="dim"))  # the model may quote the book's escapes
 
     def withdrawal(self, response: Response) -> str | None:
         """One line when the final answer is not the draft the user watched being written, else None."""
