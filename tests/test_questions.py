@@ -14,7 +14,17 @@ from bookrag.questions import Question, load_questions, seeded_split
 from programs.evaluate.metrics import fact_present
 
 DATASETS = PROJECT_ROOT / "datasets"
-BOOK_A = PROJECT_ROOT.parent / "shared" / "corpora" / "physical-ai-book-a"
+
+
+def shared_corpus(name: str) -> Path:
+    """A shared book: `../shared/corpora/<name>` beside a checkout, found from a git worktree nested deeper too."""
+    for parent in PROJECT_ROOT.parents:
+        if (parent / "shared" / "corpora" / name).is_dir():
+            return parent / "shared" / "corpora" / name
+    return PROJECT_ROOT.parent / "shared" / "corpora" / name
+
+
+BOOK_A = shared_corpus("physical-ai-book-a")
 
 HEADER = "id,question,answerable,gold_sources,key_facts,reference_answer,category,history,selected_text,split"
 
@@ -235,8 +245,8 @@ def test_humanoid_primer_explicit_splits_keep_the_seeded_assignment_and_add_only
     assert sum(q.split == "test" for q in questions) == 90
 
 
-FASTAPI = PROJECT_ROOT.parent / "shared" / "corpora" / "fastapi-tutorial"
-BOOK_B = PROJECT_ROOT.parent / "shared" / "corpora" / "physical-ai-book-b"
+FASTAPI = shared_corpus("fastapi-tutorial")
+BOOK_B = shared_corpus("physical-ai-book-b")
 
 
 def test_the_fastapi_questions_load_with_every_split_and_a_third_must_refuse():
@@ -257,3 +267,21 @@ def test_every_key_fact_of_a_shared_book_is_in_its_gold_sources(questions, book)
             continue
         source_text = " ".join((book / g).read_text(encoding="utf-8") for g in q.gold_sources) + q.selected_text
         assert all(fact_present(f, source_text) for f in q.key_facts), q.id
+
+
+STYLE_HEADER = HEADER + ",style"
+
+
+def test_the_style_column_is_read_and_may_be_empty_or_missing(tmp_path):
+    path = csv_file(tmp_path, 'q1,What does it weigh?,true,[],[],,factual,[],,dev,paraphrase',
+                    "q2,Is it red?,false,[],[],,near-miss,[],,dev,", header=STYLE_HEADER)
+    assert [q.style for q in load_questions(path)] == ["paraphrase", ""]
+    assert load_questions(csv_file(tmp_path, "q1,Question?,true,[],[],,,[],,"))[0].style == ""
+
+
+def test_a_style_outside_the_list_is_refused_naming_the_row_and_column(tmp_path):
+    path = csv_file(tmp_path, "q1,Fine?,true,[],[],,,[],,dev,how-to", "q2,Odd?,true,[],[],,,[],,dev,reworded",
+                    header=STYLE_HEADER)
+    with pytest.raises(DatasetError, match=r"questions\.csv:3: column 'style': expected one of book-words, "
+                                           r"paraphrase, .* or empty, got 'reworded'"):
+        load_questions(path)
