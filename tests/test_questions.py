@@ -10,7 +10,7 @@ import pytest
 from conftest import PROJECT_ROOT
 
 from bookrag.errors import DatasetError
-from bookrag.questions import Question, load_questions, seeded_split
+from bookrag.questions import STYLES, Question, load_questions, seeded_split
 from programs.evaluate.metrics import fact_present
 
 DATASETS = PROJECT_ROOT / "datasets"
@@ -291,3 +291,30 @@ def test_a_style_outside_the_list_is_refused_naming_the_row_and_column(tmp_path)
     with pytest.raises(DatasetError, match=r"questions\.csv:3: column 'style': expected one of book-words, "
                                            r"paraphrase, .* or empty, got 'reworded'"):
         load_questions(path)
+
+
+LABELED_SETS = ("humanoid-primer.csv", "physical-ai-book-a.csv", "fastapi-tutorial.csv")
+
+
+@pytest.mark.parametrize("questions", LABELED_SETS)
+def test_every_row_of_a_labeled_set_has_a_style_by_the_documented_rule(questions):
+    """datasets/README.md: must-refuse and selected-text rows have no style, the follow-up and multi-part categories
+    are their styles, every other answerable row has a style; follow-ups carry the turn they follow."""
+    for q in load_questions(DATASETS / questions):
+        if not q.answerable or q.category == "selected-text":
+            assert q.style == "", q.id
+        elif q.category in ("follow-up", "multi-part"):
+            assert q.style == q.category, q.id
+        else:
+            assert q.style in STYLES and q.style not in ("follow-up", "multi-part"), q.id
+        if q.style == "follow-up":
+            assert q.history, q.id
+
+
+def test_each_phrasing_style_has_enough_dev_and_test_questions_pooled_over_the_labeled_sets():
+    """At least 15 dev and 15 test answerable questions per non-default style, so one question moves a score per
+    style by at most about 7 points."""
+    questions = [q for name in LABELED_SETS for q in load_questions(DATASETS / name)]
+    counts = Counter((q.style, q.split) for q in questions if q.answerable)
+    for style in STYLES[1:]:
+        assert counts[(style, "dev")] >= 15 and counts[(style, "test")] >= 15, style
