@@ -14,10 +14,12 @@ from pathlib import Path
 from bookrag.errors import DatasetError
 
 COLUMNS = ("id", "question", "answerable", "gold_sources", "key_facts", "reference_answer", "category",
-           "history", "selected_text", "split")
+           "history", "selected_text", "split", "style")
 REQUIRED = ("id", "question", "answerable")
 SPLITS = ("train", "dev", "test")
 SPLIT_SEED = "bookrag-split-v1"
+# How a question is phrased (datasets/README.md defines each); empty for must-refuse and selected-text rows.
+STYLES = ("book-words", "paraphrase", "definition", "how-to", "code-fact", "follow-up", "multi-part")
 
 
 def follow_up_text(question: str, history) -> str:
@@ -42,6 +44,7 @@ class Question:
     history: tuple[dict, ...] = ()
     selected_text: str = ""
     split: str = ""
+    style: str = ""
 
     @property
     def search_text(self) -> str:
@@ -191,5 +194,8 @@ def _question(path: Path, line: int, row: dict) -> Question:
     split = text("split") or seeded_split(qid)
     if split not in SPLITS:
         fail("split", f"expected one of {', '.join(SPLITS)}, got {split!r}")
+    style = text("style")
+    if style and style not in STYLES:
+        fail("style", f"expected one of {', '.join(STYLES)} or empty, got {style!r}")
     return Question(qid, question, answerable, gold, facts, text("reference_answer"), text("category"),
-                    history, text("selected_text"), split)
+                    history, text("selected_text"), split, style)

@@ -10,11 +10,21 @@ import pytest
 from conftest import PROJECT_ROOT
 
 from bookrag.errors import DatasetError
-from bookrag.questions import Question, load_questions, seeded_split
+from bookrag.questions import STYLES, Question, load_questions, seeded_split
 from programs.evaluate.metrics import fact_present
 
 DATASETS = PROJECT_ROOT / "datasets"
-BOOK_A = PROJECT_ROOT.parent / "shared" / "corpora" / "physical-ai-book-a"
+
+
+def shared_corpus(name: str) -> Path:
+    """A shared book: `../shared/corpora/<name>` beside a checkout, found from a git worktree nested deeper too."""
+    for parent in PROJECT_ROOT.parents:
+        if (parent / "shared" / "corpora" / name).is_dir():
+            return parent / "shared" / "corpora" / name
+    return PROJECT_ROOT.parent / "shared" / "corpora" / name
+
+
+BOOK_A = shared_corpus("physical-ai-book-a")
 
 HEADER = "id,question,answerable,gold_sources,key_facts,reference_answer,category,history,selected_text,split"
 
@@ -226,17 +236,23 @@ def test_bundled_book_a_questions_load():
         assert missing == set()
 
 
+# The last id of each series before the phrasing-style rows of issue 33 (p2-121 and r-050 onward).
+HUMANOID_LAST_BEFORE_STYLES = {"p1": 144, "p2": 120, "r": 49}
+
+
 def test_humanoid_primer_explicit_splits_keep_the_seeded_assignment_and_add_only_dev_rows():
-    """The explicit split column reproduces the seeded split of every original row; rows added later are dev only,
-    so no question ever moved into or out of test."""
+    """The explicit split column reproduces the seeded split of every original row; the rows added before the style
+    sets are dev only, so none of them moved into or out of test. The style rows carry their own explicit splits."""
     questions = load_questions(DATASETS / "humanoid-primer.csv")
-    added = [q for q in questions if q.split != seeded_split(q.id)]
-    assert all(q.split == "dev" for q in added)
-    assert sum(q.split == "test" for q in questions) == 90
+    series = [(q, *q.id.split("-")) for q in questions]
+    before = [q for q, prefix, number in series if int(number) <= HUMANOID_LAST_BEFORE_STYLES[prefix]]
+    assert all(q.split == "dev" for q in before if q.split != seeded_split(q.id))
+    assert sum(q.split == "test" for q in before) == 90
+    assert all(q.style not in ("", "book-words") or not q.answerable for q in questions if q not in before)
 
 
-FASTAPI = PROJECT_ROOT.parent / "shared" / "corpora" / "fastapi-tutorial"
-BOOK_B = PROJECT_ROOT.parent / "shared" / "corpora" / "physical-ai-book-b"
+FASTAPI = shared_corpus("fastapi-tutorial")
+BOOK_B = shared_corpus("physical-ai-book-b")
 
 
 def test_the_fastapi_questions_load_with_every_split_and_a_third_must_refuse():
@@ -257,3 +273,48 @@ def test_every_key_fact_of_a_shared_book_is_in_its_gold_sources(questions, book)
             continue
         source_text = " ".join((book / g).read_text(encoding="utf-8") for g in q.gold_sources) + q.selected_text
         assert all(fact_present(f, source_text) for f in q.key_facts), q.id
+
+
+STYLE_HEADER = HEADER + ",style"
+
+
+def test_the_style_column_is_read_and_may_be_empty_or_missing(tmp_path):
+    path = csv_file(tmp_path, 'q1,What does it weigh?,true,[],[],,factual,[],,dev,paraphrase',
+                    "q2,Is it red?,false,[],[],,near-miss,[],,dev,", header=STYLE_HEADER)
+    assert [q.style for q in load_questions(path)] == ["paraphrase", ""]
+    assert load_questions(csv_file(tmp_path, "q1,Question?,true,[],[],,,[],,"))[0].style == ""
+
+
+def test_a_style_outside_the_list_is_refused_naming_the_row_and_column(tmp_path):
+    path = csv_file(tmp_path, "q1,Fine?,true,[],[],,,[],,dev,how-to", "q2,Odd?,true,[],[],,,[],,dev,reworded",
+                    header=STYLE_HEADER)
+    with pytest.raises(DatasetError, match=r"questions\.csv:3: column 'style': expected one of book-words, "
+                                           r"paraphrase, .* or empty, got 'reworded'"):
+        load_questions(path)
+
+
+LABELED_SETS = ("humanoid-primer.csv", "physical-ai-book-a.csv", "fastapi-tutorial.csv")
+
+
+@pytest.mark.parametrize("questions", LABELED_SETS)
+def test_every_row_of_a_labeled_set_has_a_style_by_the_documented_rule(questions):
+    """datasets/README.md: must-refuse and selected-text rows have no style, the follow-up and multi-part categories
+    are their styles, every other answerable row has a style; follow-ups carry the turn they follow."""
+    for q in load_questions(DATASETS / questions):
+        if not q.answerable or q.category == "selected-text":
+            assert q.style == "", q.id
+        elif q.category in ("follow-up", "multi-part"):
+            assert q.style == q.category, q.id
+        else:
+            assert q.style in STYLES and q.style not in ("follow-up", "multi-part"), q.id
+        if q.style == "follow-up":
+            assert q.history, q.id
+
+
+def test_each_phrasing_style_has_enough_dev_and_test_questions_pooled_over_the_labeled_sets():
+    """At least 15 dev and 15 test answerable questions per non-default style, so one question moves a score per
+    style by at most about 7 points."""
+    questions = [q for name in LABELED_SETS for q in load_questions(DATASETS / name)]
+    counts = Counter((q.style, q.split) for q in questions if q.answerable)
+    for style in STYLES[1:]:
+        assert counts[(style, "dev")] >= 15 and counts[(style, "test")] >= 15, style

@@ -123,7 +123,7 @@ def test_the_set_is_split_train_dev_with_both_labels_in_each(questions):
 def test_the_csv_has_the_datasets_columns_and_reads_back(questions, tmp_path):
     path = write_questions_csv(questions, tmp_path / "book-questions.csv")
     assert path.read_text().splitlines()[0] == ("id,question,answerable,gold_sources,key_facts,reference_answer,"
-                                                "category,history,selected_text,split")
+                                                "category,history,selected_text,split,style")
     assert load_questions(path) == questions
 
 
