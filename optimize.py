@@ -27,6 +27,8 @@ from bookrag.errors import DatasetError
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bookrag.output_folder import OutputFolder
+    from programs.compile.artifact import ARTIFACT_OUTPUT, MAX_DEMOS, write_artifact
     from programs.compile.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
 
     parser = ArgumentParser(description="Compile the bookrag program against labeled questions.")
@@ -38,22 +40,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
     parser.add_argument("--out", type=Path, help="artifact folder (default: artifacts/<book name>/)")
     parser.add_argument("--max-demos", type=int, default=4,
-                        help="most demos per predictor; bootstrap and labeled also try half as many (default 4)")
+                        help=f"most demos per predictor (at most {MAX_DEMOS}); bootstrap and labeled also try half as many "
+                             "(default 4)")
     parser.add_argument("--threads", type=int, default=1, help="parallel LM calls while compiling (default 1)")
     parser.add_argument("--seed", type=int, default=0,
                         help="random seed for the optimizers, the dev subset and the selection's bootstrap (default 0)")
     parser.add_program_arguments(json_help="print the manifest as JSON on stdout, nothing else")
     args = parser.parse_args(argv)
-    if args.max_demos < 0 or args.threads < 1:
-        parser.error("--max-demos must be >= 0 and --threads >= 1")
+    if not 0 <= args.max_demos <= MAX_DEMOS or args.threads < 1:
+        parser.error(f"--max-demos must be from 0 to {MAX_DEMOS} and --threads >= 1")
     setup_logging(args.verbose)
     settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
+    out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
+    OutputFolder(out, ARTIFACT_OUTPUT).claim(settings)  # a folder we may not replace fails now, not after the run
     questions_path = args.questions or _default_questions(settings.book_dir)
     say = (lambda *_: None) if args.json else print
     progress = False if args.json else None
 
     from bookrag.questions import load_questions
-    from programs.compile.artifact import write_artifact
     from programs.compile.candidates import candidates
     from programs.compile.compiler import compile_program
     from programs.compile.optimizers import OptimizerSettings
@@ -62,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
-    out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
     lm = make_lm(settings)
     synthetic = questions_path is None
     if synthetic:  # a book nobody labeled: questions written from the book itself, kept beside the artifact
