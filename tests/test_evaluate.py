@@ -417,37 +417,65 @@ def test_compare_keeps_the_first_programs_report_when_the_second_fails(workspace
         assert {row["program"] for row in csv.DictReader(handle)} == {"baseline"}
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_stop_signal_writes_the_finished_rows_as_a_partial_report(tmp_path, signum, code):
-    """The real CLI in its own process on the real embedder, answering through the fake OpenAI server (0.3 s a
-    reply); the signal comes once two questions reached the LM."""
-    from fake_openai import FakeOpenAI, serving
-
+def evaluate_in_a_process(tmp_path, fake, *args) -> subprocess.Popen:
+    """The real CLI in its own process on the real embedder, answering through the fake OpenAI server."""
     book = write_book(tmp_path / "tiny-book", SMALL_BOOK)
     (tmp_path / "questions.csv").write_text(QUESTIONS, encoding="utf-8")
-    out = tmp_path / "report"
+    env = clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_LM="openai/fake-model",
+                    BOOKRAG_LM_API_BASE=fake.api_base, BOOKRAG_ANSWER_MODE="generated", OPENAI_API_KEY="sk-test")
+    return subprocess.Popen([sys.executable, str(PROJECT_ROOT / "evaluate.py"), "--zero-shot", "--book", book,
+                             "--questions", tmp_path / "questions.csv", "--out", tmp_path / "report", "--json", *args],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def questions_asked(fake) -> int:
+    return sum(not is_warm_up(r) for r in fake.requests)
+
+
+def stop_once_asked(child: subprocess.Popen, fake, asked: int, signum: int) -> tuple[str, str]:
+    """Send `signum` once `asked` questions reached the LM; the child's stdout and stderr."""
+    try:
+        deadline = time.monotonic() + 120
+        while questions_asked(fake) < asked and time.monotonic() < deadline:
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.05)
+        child.send_signal(signum)
+        return child.communicate(timeout=60)
+    finally:
+        child.kill()
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_signal_writes_the_finished_rows_as_a_partial_report(tmp_path, signum, code):
+    """The signal comes once two questions reached the LM (0.3 s a reply)."""
+    from fake_openai import FakeOpenAI, serving
+
     with serving(FakeOpenAI(HOSTED_REPLY)) as fake:
         fake.delay = 0.3
-        env = clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_LM="openai/fake-model",
-                        BOOKRAG_LM_API_BASE=fake.api_base, BOOKRAG_ANSWER_MODE="generated", OPENAI_API_KEY="sk-test")
-        child = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "evaluate.py"), "--zero-shot", "--book", book,
-                                  "--questions", tmp_path / "questions.csv", "--out", out, "--json"],
-                                 cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 120
-            while sum(not is_warm_up(r) for r in fake.requests) < 2 and time.monotonic() < deadline:
-                assert child.poll() is None, child.communicate()
-                time.sleep(0.05)
-            child.send_signal(signum)
-            stdout, stderr = child.communicate(timeout=60)
-        finally:
-            child.kill()
+        child = evaluate_in_a_process(tmp_path, fake)
+        stdout, stderr = stop_once_asked(child, fake, 2, signum)
     assert child.returncode == code, stderr
     assert stdout == ""  # --json prints nothing for a run that did not finish
     assert f"{signal.Signals(signum).name}: stopped; wrote the " in stderr
-    report = json.loads((out / "report.json").read_text())
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
     answered = report["partial"]["answered"]["zero-shot"]
     assert report["partial"]["reason"] == f"stopped by {signal.Signals(signum).name}"
     assert report["partial"]["questions"] == len(TEST_IDS) and 1 <= answered < len(TEST_IDS)
     rows = report["programs"]["zero-shot"]["rows"]
     assert [r["id"] for r in rows] == TEST_IDS[:answered] and report["programs"]["zero-shot"]["n"] == answered
+
+
+def test_sigterm_with_threads_starts_no_other_question(tmp_path):
+    """Two threads, 1 s a reply: the signal comes with both first questions in flight; those finish, no other one
+    is sent (the pool's threads would otherwise answer every question before the process exits)."""
+    from fake_openai import FakeOpenAI, serving
+
+    with serving(FakeOpenAI(HOSTED_REPLY)) as fake:
+        fake.delay = 1.0
+        child = evaluate_in_a_process(tmp_path, fake, "--threads", "2")
+        _, stderr = stop_once_asked(child, fake, 2, signal.SIGTERM)
+        asked = questions_asked(fake)
+    assert child.returncode == 143, stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["partial"]["reason"] == "stopped by SIGTERM" and report["settings"]["threads"] == 2
+    assert asked == 2 and report["partial"]["answered"]["zero-shot"] < len(TEST_IDS)

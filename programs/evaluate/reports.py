@@ -119,6 +119,9 @@ def _in_parallel(run, questions: list[Question], threads: int) -> list[QuestionR
         if executor.exceptions_map:
             raise next(iter(executor.exceptions_map.values())) from None
         raise
+    except BaseException:  # a stop signal: start no other question (the threads would answer them all before exit)
+        executor.cancel_jobs.set()
+        raise
 
 
 def question_row(program, question: Question, judge=None) -> QuestionRow:
