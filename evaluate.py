@@ -6,8 +6,10 @@
     python evaluate.py --retrieval-only [--book DIR] [--questions FILE] [--k 5] [--mode hybrid] [--mmr] [--json]
 
 Writes report.json, predictions.csv and PNG plots to --out (default reports/<book>-<split>/).
-Exit codes: 0 ok, 2 configuration or artifact error, 3 store/embedding/LM error, 4 bad arguments or question file,
-5 combined score below --min-accuracy.
+--out must be new, empty or a report folder of ours; that is checked before any work. A program that fails after
+another finished, or SIGINT/SIGTERM, still writes what finished (report.json: "partial" says why and how much).
+Exit codes: 0 ok, 2 configuration or artifact error, 3 store/embedding/LM error, 4 bad arguments, question file or
+an --out it may not write, 5 combined score below --min-accuracy, 130/143 stopped by SIGINT/SIGTERM.
 """
 
 from __future__ import annotations

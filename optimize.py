@@ -9,7 +9,9 @@ zero-shot program unless a compiled one beats it outside noise, and writes `prog
 atomically: a killed run leaves the previous artifact intact.
 A book other than the bundled one with no `--questions` gets a synthetic set written from the book, saved beside
 the artifact as `<artifact>-questions.csv` (programs/compile/synthetic_questions.py).
-Exit codes: 0 written, 2 configuration error, 3 store/embedding/LM error, 4 bad arguments or question file.
+--out must be new, empty or an artifact of ours (checked before any work): nothing else is ever replaced.
+Exit codes: 0 written, 2 configuration error, 3 store/embedding/LM error, 4 bad arguments, question file or an --out
+it may not write.
 """
 
 from __future__ import annotations

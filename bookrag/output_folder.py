@@ -37,8 +37,8 @@ class OutputKind:
 class OutputFolder:
     """`--out` checked for `kind`: `claim(settings)` refuses (exit 4, naming the folder) before any work."""
 
-    def __init__(self, path: Path, kind: OutputKind, flag: str = "--out"):
-        self.path, self.kind, self.flag = Path(path), kind, flag
+    def __init__(self, path: Path, kind: OutputKind):
+        self.path, self.kind = Path(path), kind
 
     def claim(self, settings: Settings) -> Path:
         """The folder to write, after every check; raises BadArgumentError."""
@@ -60,7 +60,7 @@ class OutputFolder:
             raise self._refused(f"cannot be read ({exc.strerror})") from None
         if not empty and not self.kind.written_by_us(path):
             raise self._refused(
-                f"holds files bookrag did not write (no {self.kind.marker} of a bookrag {self.kind.name}), and "
+                f"holds files that are not a bookrag {self.kind.name} (no {self.kind.marker} of ours), and "
                 "writing there would replace them: name a new or empty folder")
 
     def _refuse_if_it_holds_what_bookrag_needs(self, settings: Settings) -> None:
@@ -89,4 +89,4 @@ class OutputFolder:
             os.unlink(name)
 
     def _refused(self, problem: str) -> BadArgumentError:
-        return BadArgumentError(f"{self.flag} {self.path} {problem}")
+        return BadArgumentError(f"--out {self.path} {problem}")

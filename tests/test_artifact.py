@@ -176,7 +176,7 @@ def test_write_artifact_never_moves_a_file_or_a_folder_it_did_not_write(small_in
         target.mkdir()
         (target / "notes.txt").write_text("my notes")
     program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
-    with pytest.raises(BadArgumentError, match=f"--out {re.escape(str(target))} (is a file|holds files bookrag did not write)"):
+    with pytest.raises(BadArgumentError, match=f"--out {re.escape(str(target))} (is a file|holds files that are not a bookrag compiled program)"):
         write_artifact(program, target, manifest_for(small_index))
     assert (target if kind == "file" else target / "notes.txt").read_text() == "my notes"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

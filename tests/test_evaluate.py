@@ -346,7 +346,7 @@ def test_threads_below_one_exit_4(workspace, capsys):
 # -- --out: only a report folder bookrag wrote is replaced, and that is checked before any work ----------------
 
 @pytest.mark.parametrize("out, message", [
-    ("thesis", "holds files bookrag did not write (no report.json of a bookrag evaluation report)"),
+    ("thesis", "holds files that are not a bookrag evaluation report (no report.json of ours)"),
     ("notes.txt", "is a file, not a folder"),
     ("notes.txt/report", "is under"),
     (".", "which bookrag must not replace"),  # the current folder (it holds the book too)

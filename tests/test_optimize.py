@@ -355,7 +355,7 @@ def test_optimize_out_naming_a_folder_of_the_users_files_is_refused_and_they_are
     mine.mkdir()
     (mine / "chapter1.tex").write_text("my only copy")
     done = run_optimize_out(tmp_path, book, mine)
-    assert done.returncode == 4 and f"--out {mine} holds files bookrag did not write" in done.stderr
+    assert done.returncode == 4 and f"--out {mine} holds files that are not a bookrag compiled program" in done.stderr
     assert (mine / "chapter1.tex").read_text() == "my only copy"
     assert not (tmp_path / "data" / "qdrant").exists()
 

@@ -58,7 +58,7 @@ def test_a_folder_of_the_users_files_is_refused_and_named(tmp_path, user_setting
     photos.mkdir()
     (photos / "cat.jpg").write_bytes(b"\xff\xd8")
     message = refused(photos, user_settings)
-    assert message.startswith(f"--out {photos} holds files bookrag did not write (no manifest.json")
+    assert message.startswith(f"--out {photos} holds files that are not a bookrag compiled program (no manifest.json of ours)")
     assert (photos / "cat.jpg").read_bytes() == b"\xff\xd8"
 
 
@@ -73,7 +73,7 @@ def test_a_marker_file_that_is_not_ours_does_not_make_the_folder_ours(tmp_path, 
     folder.mkdir()
     (folder / marker).write_text(text)
     kind = ARTIFACT_OUTPUT if marker == "manifest.json" else REPORT_OUTPUT
-    assert "holds files bookrag did not write" in refused(folder, user_settings, kind)
+    assert "holds files that are not a bookrag" in refused(folder, user_settings, kind)
 
 
 def test_a_regular_file_is_refused(tmp_path, user_settings):
