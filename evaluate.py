@@ -6,8 +6,10 @@
     python evaluate.py --retrieval-only [--book DIR] [--questions FILE] [--k 5] [--mode hybrid] [--mmr] [--json]
 
 Writes report.json, predictions.csv and PNG plots to --out (default reports/<book>-<split>/).
-Exit codes: 0 ok, 2 configuration or artifact error, 3 store/embedding/LM error, 4 bad arguments or question file,
-5 combined score below --min-accuracy.
+--out must be new, empty or a report folder of ours; that is checked before any work. A program that fails after
+another finished, or SIGINT/SIGTERM, still writes what finished (report.json: "partial" says why and how much).
+Exit codes: 0 ok, 2 configuration or artifact error, 3 store/embedding/LM error, 4 bad arguments, question file or
+an --out it may not write, 5 combined score below --min-accuracy, 130/143 stopped by SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -105,20 +107,21 @@ def program_specs(args) -> list[str]:
 
 def evaluate_programs(args, settings, specs: list[str]) -> int:
     from bookrag.errors import DatasetError
+    from bookrag.output_folder import OutputFolder
     from bookrag.questions import load_questions
     from programs.compile.artifact import check_artifact, default_artifact, read_manifest
-    from programs.evaluate.plots import write_plots
-    from programs.evaluate.report_files import write_predictions_csv, write_report_json
-    from programs.evaluate.reports import program_report
+    from programs.evaluate.program_runs import ProgramRuns, signals_stop_the_run
+    from programs.evaluate.report_files import REPORT_OUTPUT
     from retrievers import BookIndex
 
     split = args.split or "test"
+    out_dir = args.out or PROJECT_ROOT / "reports" / f"{book_name(settings.book_dir)}-{split}"
+    OutputFolder(out_dir, REPORT_OUTPUT).claim(settings)  # a folder we may not write fails now, not after the run
     questions = load_questions(args.questions, split=split)  # a bad file fails before the index is touched
     if not questions:
         raise DatasetError(f"{args.questions} has no {split} questions")
     specs = specs or [str(default_artifact(settings, settings.book_dir) or ZERO_SHOT)]
     progress = False if args.json else None
-    out_dir = args.out or PROJECT_ROOT / "reports" / f"{book_name(settings.book_dir)}-{split}"
     # One BookIndex for every program: one embedding model and one store for all of them.
     with BookIndex(settings) as index:
         for spec in specs:  # a mismatched artifact is refused before the ingest can embed anything
@@ -129,10 +132,6 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
         index.retriever.search(questions[0].question, k=1)  # load the embedding model before anything is timed
         judge = next(iter(programs.values())).lm if args.semantic_f1 else None
         threads = answer_threads(args.threads, settings)
-        reports = {}
-        for name, program in programs.items():
-            program.warm_up()  # the LM's load and the prompt's fixed prefix are not timed as answer latency
-            reports[name] = program_report(program, questions, progress=progress, judge=judge, threads=threads)
         run_settings = {
             "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
             "questions": str(args.questions), "split": split, "programs": list(programs), "lm": settings.lm,
@@ -140,8 +139,13 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
             "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
             "min_accuracy": args.min_accuracy, "date": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-    files = [write_report_json(out_dir / "report.json", run_settings, reports),
-             write_predictions_csv(out_dir / "predictions.csv", reports), *write_plots(reports, out_dir)]
+        run = ProgramRuns(programs, questions, out_dir, run_settings)
+        with signals_stop_the_run():
+            stopped = run.answer(progress=progress, judge=judge, threads=threads)
+    if stopped:
+        return stopped
+    reports = run.reports
+    files = run.write()
     if args.json:
         summaries = {name: summary(name, report) for name, report in reports.items()}
         document = summaries[specs[0]] if len(specs) == 1 else {"programs": summaries}

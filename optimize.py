@@ -9,7 +9,9 @@ zero-shot program unless a compiled one beats it outside noise, and writes `prog
 atomically: a killed run leaves the previous artifact intact.
 A book other than the bundled one with no `--questions` gets a synthetic set written from the book, saved beside
 the artifact as `<artifact>-questions.csv` (programs/compile/synthetic_questions.py).
-Exit codes: 0 written, 2 configuration error, 3 store/embedding/LM error, 4 bad arguments or question file.
+--out must be new, empty or an artifact of ours (checked before any work): nothing else is ever replaced.
+Exit codes: 0 written, 2 configuration error, 3 store/embedding/LM error, 4 bad arguments, question file or an --out
+it may not write.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from bookrag.errors import DatasetError
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bookrag.output_folder import OutputFolder
+    from programs.compile.artifact import ARTIFACT_OUTPUT, MAX_DEMOS, write_artifact
     from programs.compile.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
 
     parser = ArgumentParser(description="Compile the bookrag program against labeled questions.")
@@ -38,22 +42,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
     parser.add_argument("--out", type=Path, help="artifact folder (default: artifacts/<book name>/)")
     parser.add_argument("--max-demos", type=int, default=4,
-                        help="most demos per predictor; bootstrap and labeled also try half as many (default 4)")
+                        help=f"most demos per predictor (at most {MAX_DEMOS}); bootstrap and labeled also try half as many "
+                             "(default 4)")
     parser.add_argument("--threads", type=int, default=1, help="parallel LM calls while compiling (default 1)")
     parser.add_argument("--seed", type=int, default=0,
                         help="random seed for the optimizers, the dev subset and the selection's bootstrap (default 0)")
     parser.add_program_arguments(json_help="print the manifest as JSON on stdout, nothing else")
     args = parser.parse_args(argv)
-    if args.max_demos < 0 or args.threads < 1:
-        parser.error("--max-demos must be >= 0 and --threads >= 1")
+    if not 0 <= args.max_demos <= MAX_DEMOS or args.threads < 1:
+        parser.error(f"--max-demos must be from 0 to {MAX_DEMOS} and --threads >= 1")
     setup_logging(args.verbose)
     settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
+    out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
+    OutputFolder(out, ARTIFACT_OUTPUT).claim(settings)  # a folder we may not replace fails now, not after the run
     questions_path = args.questions or _default_questions(settings.book_dir)
     say = (lambda *_: None) if args.json else print
     progress = False if args.json else None
 
     from bookrag.questions import load_questions
-    from programs.compile.artifact import write_artifact
     from programs.compile.candidates import candidates
     from programs.compile.compiler import compile_program
     from programs.compile.optimizers import OptimizerSettings
@@ -62,7 +68,6 @@ def main(argv: list[str] | None = None) -> int:
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
-    out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
     lm = make_lm(settings)
     synthetic = questions_path is None
     if synthetic:  # a book nobody labeled: questions written from the book itself, kept beside the artifact

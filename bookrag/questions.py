@@ -70,6 +70,8 @@ def seeded_split(question_id: str) -> str:
 
 def load_questions(path: Path, split: str | None = None) -> list[Question]:
     path = Path(path)
+    if path.is_dir():
+        raise DatasetError(f"question file {path} is a folder: give a .csv or .jsonl file")
     if not path.is_file():
         raise DatasetError(f"question file {path} does not exist")
     if path.suffix.lower() in (".jsonl", ".ndjson"):
@@ -118,23 +120,29 @@ def _read_csv(path: Path) -> list[tuple[int, dict]]:
     import pandas as pd
 
     try:
+        lines = _record_lines(path)  # first: pandas would read a row with a cell too many as shifted columns
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError, csv.Error) as exc:
         raise DatasetError(f"{path}: cannot be read as CSV ({exc})") from None
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise DatasetError(f"{path}: missing column(s) {', '.join(missing)}; expected columns: {', '.join(COLUMNS)}")
-    return list(zip(_record_lines(path), frame.to_dict("records")))
+    return list(zip(lines, frame.to_dict("records")))
 
 
 def _record_lines(path: Path) -> list[int]:
-    """The file line each CSV record starts on (quoted cells may span lines)."""
+    """The file line each CSV record starts on (quoted cells may span lines). A record with more cells than the
+    header is an error naming its line."""
     lines, previous_end = [], 1
-    with path.open(newline="", encoding="utf-8") as handle:
+    with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.reader(handle)
-        next(reader, None)
+        header = next(reader, [])
         previous_end = reader.line_num
         for row in reader:
+            if len(row) > len(header):
+                raise DatasetError(f"{path}:{previous_end + 1}: the row has {len(row)} cells where the header has "
+                                   f"{len(header)}: quote a cell that holds a comma (\"a, b\"), or add the column "
+                                   "to the header")
             if len(row) > 1 or (row and row[0].strip()):  # pandas skips blank (whitespace-only) lines
                 lines.append(previous_end + 1)
             previous_end = reader.line_num

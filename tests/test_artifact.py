@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -141,6 +142,53 @@ def test_a_hand_edited_gate_threshold_out_of_range_is_refused(small_index, artif
     (artifact / PROGRAM_FILE).write_text(json.dumps(program))
     with pytest.raises(ArtifactError, match=r"hand-edited.*threshold must lie in \[0, 1\], got -1.0"):
         load_program(artifact, small_index.settings, index=small_index)
+
+
+def with_demos(artifact, count: int) -> None:
+    program = json.loads((artifact / PROGRAM_FILE).read_text())
+    program["generate.predict"]["demos"] = [{"question": f"q{n}?", "context": "[1] x", "answer": "a"}
+                                            for n in range(count)]
+    (artifact / PROGRAM_FILE).write_text(json.dumps(program))
+
+
+def test_a_program_holding_more_demos_than_the_bound_is_refused_naming_the_predictor(small_index, artifact):
+    """20,000 demos in a hand-edited program.json once made every hosted question a 22.5 MB request."""
+    with_demos(artifact, 20_000)
+    with pytest.raises(ArtifactError) as caught:
+        load_program(artifact, small_index.settings, index=small_index)
+    assert caught.value.exit_code == 2
+    assert str(caught.value) == (f"{artifact / PROGRAM_FILE}: generate.predict.demos holds 20000 demos; at most 32 "
+                                 "are sent with each question: recompile with `python optimize.py`")
+
+
+def test_a_program_at_the_demo_bound_loads(small_index, artifact):
+    with_demos(artifact, 32)
+    assert len(load_program(artifact, small_index.settings, index=small_index).generate.predict.demos) == 32
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_write_artifact_never_moves_a_file_or_a_folder_it_did_not_write(small_index, tmp_path, kind):
+    from bookrag.errors import BadArgumentError
+
+    target = tmp_path / "mine"
+    if kind == "file":
+        target.write_text("my notes")
+    else:
+        target.mkdir()
+        (target / "notes.txt").write_text("my notes")
+    program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
+    with pytest.raises(BadArgumentError, match=f"--out {re.escape(str(target))} (is a file|holds files that are not a bookrag compiled program)"):
+        write_artifact(program, target, manifest_for(small_index))
+    assert (target if kind == "file" else target / "notes.txt").read_text() == "my notes"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_an_empty_folder_becomes_the_artifact(small_index, tmp_path):
+    (tmp_path / "empty").mkdir()
+    program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
+    write_artifact(program, tmp_path / "empty", manifest_for(small_index))
+    assert read_manifest(tmp_path / "empty")["collection"] == small_index.collection
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no .old-* nor .writing-* left
 
 
 @pytest.mark.parametrize("text", ['{"generate": ', '{"gate": {"weights": "x"}}', "gASVAAAAAAAAAAA="])

@@ -7,10 +7,15 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
+import time
 
 import dspy
 import pytest
-from conftest import SMALL_BOOK, FakeEmbedder, write_book
+from conftest import PROJECT_ROOT, SMALL_BOOK, FakeEmbedder, clean_env, write_book
 
 import evaluate
 from bookrag.config import REFUSAL_MESSAGE, Settings
@@ -336,3 +341,141 @@ def test_threads_below_one_exit_4(workspace, capsys):
     with pytest.raises(SystemExit) as caught:
         run_evaluate(workspace, "--zero-shot", "--threads", "0")
     assert caught.value.code == 4 and "--threads must be at least 1" in capsys.readouterr().err
+
+
+# -- --out: only a report folder bookrag wrote is replaced, and that is checked before any work ----------------
+
+@pytest.mark.parametrize("out, message", [
+    ("thesis", "holds files that are not a bookrag evaluation report (no report.json of ours)"),
+    ("notes.txt", "is a file, not a folder"),
+    ("notes.txt/report", "is under"),
+    (".", "which bookrag must not replace"),  # the current folder (it holds the book too)
+    ("tiny-book", "is the book"),
+    ("/sys/bookrag-report", "cannot be written"),
+])
+def test_an_out_it_may_not_write_is_refused_before_the_index_is_touched(workspace, out, message):
+    from bookrag.errors import BadArgumentError
+
+    (workspace["root"] / "thesis").mkdir()
+    (workspace["root"] / "thesis" / "chapter1.tex").write_text("my only copy")
+    (workspace["root"] / "notes.txt").write_text("mine")
+    workspace["out"] = workspace["root"] / out
+    with pytest.raises(BadArgumentError, match=re.escape(message)) as caught:
+        run_evaluate(workspace, "--zero-shot")
+    assert caught.value.exit_code == 4 and str(caught.value).startswith(f"--out {workspace['out']} ")
+    assert (workspace["root"] / "thesis" / "chapter1.tex").read_text() == "my only copy"
+    assert (workspace["root"] / "notes.txt").read_text() == "mine"
+    assert not (workspace["root"] / "data" / "qdrant").exists()
+
+
+def test_a_report_folder_of_ours_is_written_again_and_left_clean(workspace, capsys):
+    assert run_evaluate(workspace, "--zero-shot", "--json") == 0
+    first = sorted(p.name for p in workspace["out"].iterdir())
+    assert run_evaluate(workspace, "--baseline", "--json") == 0
+    assert sorted(p.name for p in workspace["out"].iterdir()) == first  # no temp file, no .old-* left
+    report = json.loads((workspace["out"] / "report.json").read_text())
+    assert list(report["programs"]) == ["baseline"] and report["partial"] is False
+
+
+# -- partial work survives: a program that fails after another finished, and a stop signal --------------------
+
+def is_warm_up(body: dict) -> bool:
+    """BookRAG.warm_up asks for one token; no answer does."""
+    return 1 in (body.get("max_tokens"), body.get("max_completion_tokens"))
+
+
+class FailFromTheSecondWarmUp(list):
+    """A FakeOpenAI script: every request from the second program's warm-up on fails with a 500."""
+
+    def __init__(self, server):
+        super().__init__()
+        self.server, self.warm_ups = server, 0
+
+    def __bool__(self) -> bool:
+        return True
+
+    def pop(self, index=0):
+        self.warm_ups += is_warm_up(self.server.requests[-1])
+        return (500, 0.0) if self.warm_ups >= 2 else (200, 0.0)
+
+
+def test_compare_keeps_the_first_programs_report_when_the_second_fails(workspace, hosted_lm):
+    from bookrag.errors import AgentError
+
+    hosted_lm.script = FailFromTheSecondWarmUp(hosted_lm)
+    with pytest.raises(AgentError) as caught:
+        run_evaluate(workspace, "--compare", "baseline", "zero-shot")
+    message = str(caught.value)
+    assert caught.value.exit_code == 3
+    assert message.startswith("zero-shot failed: Language model") and message.endswith(
+        f"; the report of baseline is in {workspace['out']}")
+    report = json.loads((workspace["out"] / "report.json").read_text())
+    assert report["partial"]["reason"].startswith("zero-shot failed: Language model")
+    assert report["partial"]["answered"] == {"baseline": len(TEST_IDS), "zero-shot": 0}
+    assert [r["id"] for r in report["programs"]["baseline"]["rows"]] == TEST_IDS
+    with (workspace["out"] / "predictions.csv").open(newline="", encoding="utf-8") as handle:
+        assert {row["program"] for row in csv.DictReader(handle)} == {"baseline"}
+
+
+def evaluate_in_a_process(tmp_path, fake, *args) -> subprocess.Popen:
+    """The real CLI in its own process on the real embedder, answering through the fake OpenAI server."""
+    book = write_book(tmp_path / "tiny-book", SMALL_BOOK)
+    (tmp_path / "questions.csv").write_text(QUESTIONS, encoding="utf-8")
+    env = clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_LM="openai/fake-model",
+                    BOOKRAG_LM_API_BASE=fake.api_base, BOOKRAG_ANSWER_MODE="generated", OPENAI_API_KEY="sk-test")
+    return subprocess.Popen([sys.executable, str(PROJECT_ROOT / "evaluate.py"), "--zero-shot", "--book", book,
+                             "--questions", tmp_path / "questions.csv", "--out", tmp_path / "report", "--json", *args],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def questions_asked(fake) -> int:
+    return sum(not is_warm_up(r) for r in fake.requests)
+
+
+def stop_once_asked(child: subprocess.Popen, fake, asked: int, signum: int) -> tuple[str, str]:
+    """Send `signum` once `asked` questions reached the LM; the child's stdout and stderr."""
+    try:
+        deadline = time.monotonic() + 120
+        while questions_asked(fake) < asked and time.monotonic() < deadline:
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.05)
+        child.send_signal(signum)
+        return child.communicate(timeout=60)
+    finally:
+        child.kill()
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_signal_writes_the_finished_rows_as_a_partial_report(tmp_path, signum, code):
+    """The signal comes once two questions reached the LM (0.3 s a reply)."""
+    from fake_openai import FakeOpenAI, serving
+
+    with serving(FakeOpenAI(HOSTED_REPLY)) as fake:
+        fake.delay = 0.3
+        child = evaluate_in_a_process(tmp_path, fake)
+        stdout, stderr = stop_once_asked(child, fake, 2, signum)
+    assert child.returncode == code, stderr
+    assert stdout == ""  # --json prints nothing for a run that did not finish
+    assert f"{signal.Signals(signum).name}: stopped; wrote the " in stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    answered = report["partial"]["answered"]["zero-shot"]
+    assert report["partial"]["reason"] == f"stopped by {signal.Signals(signum).name}"
+    assert report["partial"]["questions"] == len(TEST_IDS) and 1 <= answered < len(TEST_IDS)
+    rows = report["programs"]["zero-shot"]["rows"]
+    assert [r["id"] for r in rows] == TEST_IDS[:answered] and report["programs"]["zero-shot"]["n"] == answered
+
+
+def test_sigterm_with_threads_starts_no_other_question(tmp_path):
+    """Two threads, 1 s a reply: the signal comes with both first questions in flight; those finish, no other one
+    is sent (the pool's threads would otherwise answer every question before the process exits)."""
+    from fake_openai import FakeOpenAI, serving
+
+    with serving(FakeOpenAI(HOSTED_REPLY)) as fake:
+        fake.delay = 1.0
+        child = evaluate_in_a_process(tmp_path, fake, "--threads", "2")
+        _, stderr = stop_once_asked(child, fake, 2, signal.SIGTERM)
+        asked = questions_asked(fake)
+    assert child.returncode == 143, stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["partial"]["reason"] == "stopped by SIGTERM" and report["settings"]["threads"] == 2
+    assert asked == 2 and report["partial"]["answered"]["zero-shot"] < len(TEST_IDS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -325,3 +326,58 @@ def test_optimize_with_a_question_file_lacking_a_dev_split_exits_4(tmp_path):
     done = run_script("optimize.py", "--book", book, "--questions", questions, cwd=tmp_path,
                       env=clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data")))
     assert done.returncode == 4 and "train and dev" in done.stderr
+
+
+# -- --out: only a folder bookrag wrote is replaced, and that is checked before any work ----------------------
+
+def run_optimize_out(tmp_path, book: Path, out) -> subprocess.CompletedProcess:
+    return run_script("optimize.py", "--book", book, "--questions", write_questions(tmp_path / "questions.csv"),
+                      "--out", out, cwd=tmp_path, env=clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data")))
+
+
+def test_optimize_out_naming_the_folder_that_holds_the_book_is_refused_and_the_book_kept(tmp_path):
+    from conftest import SMALL_BOOK
+
+    book = write_book(tmp_path / "p" / "book", SMALL_BOOK)
+    done = run_optimize_out(tmp_path, book, tmp_path / "p")
+    assert done.returncode == 4, done.stderr
+    assert done.stderr == (f"error: --out {tmp_path / 'p'} holds the book ({book}), which bookrag must not replace: "
+                           "name a new folder\n")
+    assert (book / "intro.md").is_file()
+    assert not (tmp_path / "data" / "qdrant").exists()  # refused before the ingest
+
+
+def test_optimize_out_naming_a_folder_of_the_users_files_is_refused_and_they_are_kept(tmp_path):
+    from conftest import SMALL_BOOK
+
+    book = write_book(tmp_path / "book", SMALL_BOOK)
+    mine = tmp_path / "thesis"
+    mine.mkdir()
+    (mine / "chapter1.tex").write_text("my only copy")
+    done = run_optimize_out(tmp_path, book, mine)
+    assert done.returncode == 4 and f"--out {mine} holds files that are not a bookrag compiled program" in done.stderr
+    assert (mine / "chapter1.tex").read_text() == "my only copy"
+    assert not (tmp_path / "data" / "qdrant").exists()
+
+
+@pytest.mark.parametrize("out, message", [
+    ("notes.txt", "is a file, not a folder"),
+    ("notes.txt/artifact", "is under"),
+    (".", "which bookrag must not replace"),  # the current folder, which also holds the book
+    ("/sys/bookrag-artifact", "cannot be written"),
+])
+def test_optimize_out_it_cannot_use_exits_4_before_any_work(tmp_path, out, message):
+    from conftest import SMALL_BOOK
+
+    book = write_book(tmp_path / "book", SMALL_BOOK)
+    (tmp_path / "notes.txt").write_text("mine")
+    done = run_optimize_out(tmp_path, book, out)
+    assert done.returncode == 4 and message in done.stderr, done.stderr
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert not list(tmp_path.glob(".notes.txt.old-*")) and not (tmp_path / "data" / "qdrant").exists()
+
+
+def test_optimize_max_demos_above_the_artifact_bound_exits_4(tmp_path):
+    done = run_script("optimize.py", "--max-demos", "33", cwd=tmp_path,
+                      env=clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "d")))
+    assert done.returncode == 4 and "--max-demos must be from 0 to 32" in done.stderr

@@ -191,6 +191,26 @@ def test_unusable_files_are_dataset_errors(tmp_path):
         load_questions(write(tmp_path, "empty.csv", ""))
 
 
+def test_a_folder_given_as_the_question_file_says_it_is_a_folder(tmp_path):
+    (tmp_path / "questions.csv").mkdir()
+    with pytest.raises(DatasetError) as caught:
+        load_questions(tmp_path / "questions.csv")
+    assert str(caught.value) == f"question file {tmp_path / 'questions.csv'} is a folder: give a .csv or .jsonl file"
+
+
+@pytest.mark.parametrize("rows", [
+    ["q1,What is a node?,true", "q2,What is a topic, really?,true"],  # one row with a cell too many
+    ["q1,What is a node, really?,true", "q2,What is a topic, really?,true"],  # every row (pandas: an index column)
+])
+def test_a_csv_row_with_more_cells_than_the_header_names_the_row_and_the_counts(tmp_path, rows):
+    path = csv_file(tmp_path, *rows, header="id,question,answerable")
+    with pytest.raises(DatasetError) as caught:
+        load_questions(path)
+    line = 2 if "node, really" in rows[0] else 3
+    assert str(caught.value).startswith(f"{path}:{line}: the row has 4 cells where the header has 3: quote a cell "
+                                        "that holds a comma")
+
+
 def test_split_filter_selects_rows_and_rejects_unknown_splits(tmp_path):
     path = csv_file(tmp_path, "a,A?,true,[],[],,,[],,train", "b,B?,true,[],[],,,[],,test",
                     "c,C?,true,[],[],,,[],,test")

@@ -13,22 +13,30 @@ from pathlib import Path
 
 from bookrag.config import PROJECT_ROOT, Settings, book_name
 from bookrag.errors import ArtifactError
+from bookrag.output_folder import OutputFolder, OutputKind
 
 log = logging.getLogger(__name__)
 
 PROGRAM_FILE, MANIFEST_FILE = "program.json", "manifest.json"
 MANIFEST_KEYS = ("bookrag_version", "dspy_version", "lm", "embedder", "collection", "book", "index_fingerprint")
+ARTIFACT_OUTPUT = OutputKind("compiled program", MANIFEST_FILE, MANIFEST_KEYS)
+# Demos per predictor, at most: every demo is sent with every question (a bootstrapped one carries its passages,
+# ~1 KB). 32 is 8x optimize's default --max-demos and above what DSPy's few-shot optimizers keep by default
+# (16 labeled + 4 bootstrapped); a program.json edited to hold 20,000 sent a 22.5 MB request to a hosted LM.
+MAX_DEMOS = 32
 
 
 def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
     """Write into a fresh sibling folder, then swap it in: a killed run leaves the previous artifact intact.
 
     Staging folders that killed runs left behind are removed first (after putting back an artifact a kill between
-    the two renames had moved aside); two runs writing the same artifact at once are not supported.
+    the two renames had moved aside); two runs writing the same artifact at once are not supported. Only a new or
+    empty folder or a previous artifact is replaced: a file or someone else's folder is refused (BadArgumentError).
     """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     restore_previous(out_dir)
+    OutputFolder(out_dir, ARTIFACT_OUTPUT).check_replaceable()
     for stale in (*out_dir.parent.glob(f".{out_dir.name}.old-*"), *out_dir.parent.glob(f".{out_dir.name}.writing-*")):
         shutil.rmtree(stale, ignore_errors=True)
     staging = out_dir.with_name(f".{out_dir.name}.writing-{uuid.uuid4().hex[:8]}")
@@ -41,6 +49,8 @@ def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
             os.replace(out_dir, old)
         os.replace(staging, out_dir)
         shutil.rmtree(old, ignore_errors=True)
+        if old.exists():  # a previous artifact we could not delete is not left hidden without a word
+            log.warning("could not remove the previous artifact, moved aside to %s: remove it yourself", old)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out_dir
@@ -113,6 +123,7 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     if manifest.get("local_model") and program.lm.model != f"local/{manifest['local_model']}":
         log.warning("%s was compiled with the local model %s, not %s: its demos may suit the new model less; "
                     "recompile with `python optimize.py`", artifact_dir, manifest["local_model"], program.lm.model)
+    check_demo_counts(artifact_dir / PROGRAM_FILE)
     try:
         program.load(str(artifact_dir / PROGRAM_FILE))  # JSON state; DSPy refuses pickles unless allowed
     except FileNotFoundError:
@@ -122,6 +133,19 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
                             f"version ({exc}); recompile with `python optimize.py`") from None
     program.manifest = manifest
     return program
+
+
+def check_demo_counts(path: Path) -> None:
+    """Refuse a program whose predictors hold more than MAX_DEMOS demos (a hand-edited or foreign program.json)."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # program.load says the file is missing or corrupt
+    for predictor, predictor_state in state.items() if isinstance(state, dict) else ():
+        demos = predictor_state.get("demos") if isinstance(predictor_state, dict) else None
+        if isinstance(demos, list) and len(demos) > MAX_DEMOS:
+            raise ArtifactError(f"{path}: {predictor}.demos holds {len(demos)} demos; at most {MAX_DEMOS} are "
+                                "sent with each question: recompile with `python optimize.py`")
 
 
 def check_artifact(manifest: dict, artifact_dir: Path, settings: Settings, index, lm=None) -> None:

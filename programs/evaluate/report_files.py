@@ -10,6 +10,10 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from bookrag.output_folder import OutputKind
+
+REPORT_FILE = "report.json"
+REPORT_OUTPUT = OutputKind("evaluation report", REPORT_FILE, ("settings", "programs"))
 PREDICTION_COLUMNS = (
     "program", "id", "category", "question", "answerable", "refused", "refusal_reason", "mode", "answer",
     "cited_sources", "gold_sources", "gate_probability", "gate_threshold", "top_dense", "key_fact_recall",
@@ -31,8 +35,9 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
-def write_report_json(path: Path, settings: dict, reports: dict[str, dict]) -> Path:
-    document = {"settings": settings, "programs": reports}
+def write_report_json(path: Path, settings: dict, reports: dict[str, dict], partial: dict | None = None) -> Path:
+    """`partial`: why the run stopped and how many questions each program finished; false for a whole run."""
+    document = {"settings": settings, "partial": partial or False, "programs": reports}
     return atomic_write(path, lambda temp: temp.write_text(json.dumps(document, indent=2, default=str) + "\n",
                                                            encoding="utf-8"))
 

@@ -61,29 +61,42 @@ def percentile(values: list[float], pct: float) -> float:
 
 
 def program_report(program, questions: list[Question], progress: bool | None = None, judge=None,
-                   threads: int = 1) -> dict:
+                   threads: int = 1, finished: list | None = None) -> dict:
     """Run a BookRAG program over labeled questions; score each prediction with programs.evaluate.metrics and aggregate.
 
-    Rates are in 0..1. `judge` and `threads`: as in `question_rows`.
+    Rates are in 0..1. `judge` and `threads`: as in `question_rows`. `finished`: a list that gets each row as it
+    is scored, so a run stopped half-way still has the rows it finished (`report_of` them).
     """
-    rows = question_rows(program, questions, progress, judge, threads)
+    return report_of(program, question_rows(program, questions, progress, judge, threads, finished=finished))
+
+
+def report_of(program, rows: list[QuestionRow]) -> dict:
+    """The report of `program` over scored rows: every question, or those finished before a stop."""
     return {**aggregate(rows), "k": program.k, "search_mode": program.search_mode,
             "gate": program.gate.dump_state(), "rows": [row.to_dict() for row in rows]}
 
 
+def in_question_order(rows: list[QuestionRow], questions: list[Question]) -> list[QuestionRow]:
+    """Rows finished on several threads, in the order of their questions."""
+    order = {q.id: i for i, q in enumerate(questions)}
+    return sorted(rows, key=lambda row: order[row.id])
+
+
 def question_rows(program, questions: list[Question], progress: bool | None = None, judge=None, threads: int = 1,
-                  description: str = "Questions") -> list[QuestionRow]:
+                  description: str = "Questions", finished: list | None = None) -> list[QuestionRow]:
     """One scored row per question, in question order; `description` names the progress bar.
 
     `judge`: a hosted dspy.LM for LM-judged semantic F1 on answerable questions (optional).
     `threads`: questions answered at once, for a hosted LM that serves calls in parallel (DSPy's ParallelExecutor,
     which carries the DSPy settings into its threads). A question the LM fails on is a failed row either way; any
-    other exception is a bug and stops the run.
+    other exception is a bug and stops the run. `finished`: as in `program_report`.
     """
+    finished = [] if finished is None else finished
     with progress_bar(description, len(questions), progress) as bar:
 
         def run(question: Question) -> QuestionRow:
             row = question_row(program, question, judge)
+            finished.append(row)
             bar.advance()
             return row
 
@@ -104,6 +117,9 @@ def _in_parallel(run, questions: list[Question], threads: int) -> list[QuestionR
     except Exception:
         if executor.exceptions_map:
             raise next(iter(executor.exceptions_map.values())) from None
+        raise
+    except BaseException:  # a stop signal: start no other question (the threads would answer them all before exit)
+        executor.cancel_jobs.set()
         raise
 
 
