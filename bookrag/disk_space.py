@@ -17,14 +17,35 @@ from pathlib import Path
 from bookrag.errors import StoreError
 
 MB = 1024 * 1024
+MEMORY_FILE_SYSTEMS = frozenset({"tmpfs", "ramfs"})
 
 
 def free_bytes(path: Path) -> int:
     """Free space for an unprivileged writer on the file system that holds `path` (or would: its nearest folder)."""
+    return shutil.disk_usage(_existing(path)).free
+
+
+def in_memory(path: Path) -> bool:
+    """Whether `path` lies on a file system kept in memory (tmpfs, ramfs), where even reading a hole of a mapped
+    file allocates it. Where the mount table cannot be read (not Linux), assume so: the cautious answer."""
+    try:
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return True
+    target, longest, kind = _existing(path).resolve(), "", ""
+    for line in mounts:  # "id parent dev root MOUNT_POINT options ... - FSTYPE source options"
+        fields = line.split()
+        mount_point = fields[4].encode().decode("unicode_escape")  # the table writes a space as \040
+        if target.is_relative_to(mount_point) and len(mount_point) >= len(longest):  # the last mount on top wins
+            longest, kind = mount_point, fields[fields.index("-") + 1]
+    return kind in MEMORY_FILE_SYSTEMS
+
+
+def _existing(path: Path) -> Path:
     path = Path(path).absolute()
     while not path.exists() and path != path.parent:
         path = path.parent
-    return shutil.disk_usage(path).free
+    return path
 
 
 def no_space_error(path: Path, needed: int | None = None) -> StoreError:

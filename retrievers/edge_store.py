@@ -7,8 +7,8 @@ one open shard (a notebook that loads a program twice must not lock itself out).
 the shard, as `<collection>.ingest.json`.
 
 The engine writes its files through mmap, so a full disk kills the process with SIGBUS instead of raising: space
-is checked before it writes (`check_space`, from the ingest's size) and before it loads a shard (on tmpfs, loading
-fills the sparse vector file), and a full disk is a StoreError naming the folder (exit 3).
+is checked before it writes (`check_space`, from the ingest's size) and before it loads a shard on tmpfs (where
+loading fills the sparse vector file), and a full disk is a StoreError naming the folder (exit 3).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
-from bookrag.disk_space import MB, disk_full_is_an_error, require_free
+from bookrag.disk_space import MB, disk_full_is_an_error, in_memory, require_free
 from bookrag.errors import StoreError
 from retrievers.store import DENSE, INDEXED_FIELDS, RRF_K, SPARSE, Hit, StoredPoint, StoreQuery
 
@@ -103,7 +103,8 @@ class EdgeStore:
         if held.shard is None:
             if not self.exists():
                 raise StoreError(f"collection {self.collection!r} does not exist yet: run `python ingest.py BOOK_DIR`")
-            require_free(self.root, self._unallocated_vector_bytes())
+            if in_memory(self.root):
+                require_free(self.root, self._unallocated_vector_bytes())
             try:
                 held.shard = qe.EdgeShard.load(str(self.path))
             except Exception as exc:  # noqa: BLE001 - the engine raises plain exceptions
@@ -122,8 +123,8 @@ class EdgeStore:
         require_free(self.root, int(SPACE_MARGIN * (ENGINE_FIXED_BYTES + points * per_point + 2 * payload_bytes)))
 
     def _unallocated_vector_bytes(self) -> int:
-        """The holes in the dense vector files: loading the shard touches every page of them, and on tmpfs that
-        allocates each one (on ext4 a hole read stays a hole)."""
+        """The holes in the dense vector files: loading the shard touches every page of them, which on tmpfs
+        allocates each one (32 MB for a small book); on a disk (ext4) a hole read stays a hole."""
         files = (self.path / "segments").glob(f"*/vector_storage-{DENSE}/vectors/chunk_*.mmap")
         return sum(max(0, f.stat().st_size - f.stat().st_blocks * 512) for f in files)
 

@@ -1,7 +1,8 @@
 """A full disk under the data folder: ingest and ask exit 3 with "no space left on <path>" and what is free, never
 the engine's SIGBUS ("Bus error", exit 135), and a refused ingest leaves the previous index answering.
 
-Each test mounts a real, small tmpfs (root only); where mounting is not allowed the tests skip saying so.
+Each test mounts a real, small file system (tmpfs, or ext4 on a loop device; root only); where mounting is not
+allowed the tests skip saying so.
 """
 
 from __future__ import annotations
@@ -26,17 +27,34 @@ OTHER_BOOK = {
 }
 
 
+def mount(disk: Path, *how: str) -> None:
+    disk.mkdir()
+    mounted = subprocess.run(["mount", *how, str(disk)], capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here to fill: {mounted.stderr.strip() or 'not root'}")
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 64 MB tmpfs: room for the small book's index (17 MB on tmpfs) and for the test to fill."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)],
-                             capture_output=True, text=True, check=False)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here to fill a real disk: {mounted.stderr.strip() or 'not root'}")
-    yield disk
-    subprocess.run(["umount", "--lazy", str(disk)], check=False)
+    mount(tmp_path / "disk", "-t", "tmpfs", "-o", "size=64m", "tmpfs")
+    yield tmp_path / "disk"
+    subprocess.run(["umount", "--lazy", str(tmp_path / "disk")], check=False)
+
+
+@pytest.fixture
+def small_ext4(tmp_path: Path):
+    """A 64 MB ext4 file system in a file, mounted through a loop device: a disk, where the engine's files stay
+    sparse."""
+    image = tmp_path / "ext4.img"
+    with open(image, "wb") as f:
+        f.truncate(64 * MB)
+    if shutil.which("mkfs.ext4") is None:
+        pytest.skip("mkfs.ext4 is not installed")
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    mount(tmp_path / "disk", "-o", "loop", str(image))
+    yield tmp_path / "disk"
+    subprocess.run(["umount", "--lazy", str(tmp_path / "disk")], check=False)
 
 
 def fill(disk: Path, leave: int) -> None:
@@ -94,3 +112,13 @@ def test_a_disk_filling_up_under_the_embedding_cache_is_named_as_full(small_disk
     cache._db.close()
     with pytest.raises(StoreError, match=r"no space left on .* free, 8\.0 MB needed"):
         CachedEmbedder(FakeEmbedder(), small_disk / "data" / "embedding-cache.sqlite")
+
+
+def test_on_a_disk_the_index_loads_with_little_room_left(small_ext4, tmp_path):
+    """tmpfs needs room for the vector file's holes (the test above); a disk does not, so ask is not refused."""
+    data, book = small_ext4 / "data", write_book(tmp_path / "book", SMALL_BOOK)
+    assert run_script("ingest.py", book, cwd=tmp_path, env=env_for(data, book)).returncode == 0
+    fill(small_ext4, leave=10 * MB)
+    answered = ask(data, book, tmp_path)
+    assert answered.returncode == 0, answered.stderr
+    assert "zephyrine" in answered.stdout
