@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import time
 
 from retrievers.chunking import CHARS_PER_TOKEN, Chunk, chunk_id, chunk_page, count_tokens
 from retrievers.markdown import Page, Section, _fence_state
@@ -71,6 +72,14 @@ def test_a_20_mb_word_is_cut_so_no_chunk_exceeds_the_character_cap(caplog):
     assert "Intro sentence here." in joined and "after the blob." in joined and "Closing words." in joined
     assert "blob/page.md: a 20000000-character run without spaces was cut" in caplog.text
 
+
+
+def test_runs_just_under_the_character_cap_chunk_in_linear_time():
+    runs = " ".join(f"{i:04d}" + "y" * (250 * CHARS_PER_TOKEN - 4) for i in range(300))  # 1.2 MB, nothing to cut
+    started = time.perf_counter()
+    chunks = chunk_page(make_page((("Page",), runs)), max_tokens=250, overlap=40)
+    assert time.perf_counter() - started < 2.0  # a search for long runs from every position took 9 s here
+    assert len(chunks) == 300 and max(len(c.text) for c in chunks) <= 250 * CHARS_PER_TOKEN
 
 def test_a_line_longer_than_the_character_cap_is_split_keeping_every_character():
     line = " ".join(f"v{i}=f({i})" for i in range(3000))  # ~27 KB, many short tokens, one line
