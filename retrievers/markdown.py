@@ -207,9 +207,8 @@ def _parse_front_matter(block: str, source: str) -> dict:
                                     "allowed: shorten the --- block")
     try:
         front = _load_bounded_yaml(block, yaml.SafeLoader, FRONT_MATTER_MAX_CHARS) or {}
-    except _YamlTooLarge:
-        raise BookFileError(source, f"front matter expands past {FRONT_MATTER_MAX_CHARS:,} characters through its "
-                                    "YAML aliases (*name), as an alias bomb does: remove the aliases") from None
+    except _YamlRefused as exc:
+        raise BookFileError(source, f"front matter {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark else ""
@@ -219,8 +218,8 @@ def _parse_front_matter(block: str, source: str) -> dict:
     return front
 
 
-class _YamlTooLarge(yaml.YAMLError):
-    """A YAML document larger, with its aliases expanded, than its reader allows."""
+class _YamlRefused(yaml.YAMLError):
+    """A YAML document refused before it is built: its message says why and what to do."""
 
 
 def _load_bounded_yaml(text: str, loader: type[yaml.SafeLoader], max_chars: int) -> object:
@@ -234,6 +233,8 @@ def _load_bounded_yaml(text: str, loader: type[yaml.SafeLoader], max_chars: int)
             return None
         _check_expanded_size(node, max_chars)
         return reader.construct_document(node)
+    except RecursionError:  # PyYAML composes nested collections recursively: 40 KB of `[` is enough
+        raise _YamlRefused("nests deeper than Python can read: flatten it") from None
     finally:
         reader.dispose()
 
@@ -251,7 +252,8 @@ def _check_expanded_size(root: yaml.Node, max_chars: int) -> None:
             size += 1
             pending.extend(item for pair in node.value for item in pair)
         if size > max_chars:
-            raise _YamlTooLarge(f"over {max_chars:,} characters with its aliases expanded")
+            raise _YamlRefused(f"expands past {max_chars:,} characters through its YAML aliases (*name), as an "
+                               "alias bomb does: remove the aliases")
 
 
 # -- includes ---------------------------------------------------------------------------------------------------

@@ -55,6 +55,12 @@ def test_front_matter_larger_than_the_cap_is_refused_naming_the_file(tmp_path):
         parse_page(tmp_path / "huge.md", tmp_path)
 
 
+def test_front_matter_nested_deeper_than_python_recurses_is_refused_naming_the_file(tmp_path):
+    (tmp_path / "deep.md").write_text(page_with_front_matter("a: " + "[" * 20_000 + "]" * 20_000 + "\n"))
+    with pytest.raises(BookFileError, match=r"deep\.md: front matter nests deeper than Python can read"):
+        parse_page(tmp_path / "deep.md", tmp_path)  # main: an unexpected RecursionError, the ingest's exit 70
+
+
 def test_front_matter_with_a_few_aliases_still_reads(tmp_path):
     (tmp_path / "ok.md").write_text(page_with_front_matter("tags: &shared [ros, nodes]\nkeywords: *shared\n"
                                                            "title: Shared Tags\n"))
