@@ -10,8 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bookrag.disk_space import MB, disk_full_is_an_error, require_free
 from bookrag.errors import StoreError
 from retrievers.embedder import Embedder
+
+# The room an ask or ingest needs beside the index: this cache's write-ahead log grows to 4 MB before sqlite folds
+# it back, and DSPy's response cache (also under BOOKRAG_DATA_DIR by default) writes a few KB an answer.
+CACHE_FLOOR_BYTES = 8 * MB
 
 
 class CachedEmbedder:
@@ -22,6 +27,7 @@ class CachedEmbedder:
         self._lock = threading.Lock()
         with self._errors():
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            require_free(self.path.parent, CACHE_FLOOR_BYTES)
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
@@ -29,9 +35,11 @@ class CachedEmbedder:
 
     @contextmanager
     def _errors(self):
-        """A cache that cannot be read or written (a read-only folder, a damaged file) is a StoreError naming it."""
+        """A cache that cannot be read or written (a read-only folder, a damaged file, a full disk) is a StoreError
+        naming it."""
         try:
-            yield
+            with disk_full_is_an_error(self.path.parent):
+                yield
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"the embedding cache {self.path} cannot be used ({exc}): check that BOOKRAG_DATA_DIR "
                              "is a writable folder, or delete the file to start the cache afresh") from None

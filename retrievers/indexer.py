@@ -122,6 +122,9 @@ class Indexer:
         snapshot = BookSnapshot.take(book_dir, previous.get("files"))  # before reading: a later edit shows next time
         chunks, errors, n_files = read_book(book_dir, self.settings)
         report = IngestReport(files=n_files - len(errors), chunks=len(chunks), errors=errors)
+        fresh = recreate or not self.store.exists()
+        if fresh:  # before the drop: a refused ingest leaves the old index as it was
+            self._check_space(chunks)
         if recreate and self.store.exists():
             self.store.drop()
         if not self.store.exists():
@@ -140,6 +143,8 @@ class Indexer:
         keep_sources = {e.source for e in errors}
         current = {c.id for c in chunks}
         stale = [i for i, p in indexed.items() if i not in current and p.get("source") not in keep_sources]
+        if (new or changed) and not fresh:
+            self._check_space(new + [c for c in chunks if c.id in changed])
         if new or changed or stale:
             self.store.set_ingest_record(None)  # from here until the end, the collection is not the book
 
@@ -159,6 +164,9 @@ class Indexer:
         report.seconds = time.perf_counter() - started
         log.info("ingest %s into %s: %s", book_dir, self.store.collection, report.summary())
         return report
+
+    def _check_space(self, chunks: list[Chunk]) -> None:
+        self.store.check_space(len(chunks), sum(len(c.text.encode()) for c in chunks), self.embedder.dim)
 
     def _points(self, chunks: list[Chunk]) -> list[StoredPoint]:
         texts = [c.embedding_text for c in chunks]

@@ -69,6 +69,9 @@ class ServerStore:
                 field_schema=models.PayloadSchemaType.KEYWORD,
             )
 
+    def check_space(self, points: int, payload_bytes: int, dim: int) -> None:
+        """The server's disk is the server's: it answers a full disk with an error, which `_call` reports."""
+
     def dimension(self) -> int:
         info = self._call("read the collection", self.client.get_collection, self.collection)
         return info.config.params.vectors[DENSE].size

@@ -58,6 +58,9 @@ class VectorStore(Protocol):
 
     def create(self, dim: int) -> None: ...
 
+    def check_space(self, points: int, payload_bytes: int, dim: int) -> None:
+        """Raise StoreError if writing this many points would fill the disk (the ingest asks before it writes)."""
+
     def dimension(self) -> int: ...
 
     def drop(self) -> None: ...

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import time
 
-from retrievers.chunking import Chunk, chunk_id, chunk_page, count_tokens
+from retrievers.chunking import CHARS_PER_TOKEN, Chunk, chunk_id, chunk_page, count_tokens
 from retrievers.markdown import Page, Section, _fence_state
 
 
@@ -59,6 +60,44 @@ def test_a_single_indivisible_line_may_exceed_the_budget():
     assert len(over) == 1 and long_line in over[0].text
     assert all(fences_balanced(c.text) for c in chunks)
 
+
+
+def test_a_20_mb_word_is_cut_so_no_chunk_exceeds_the_character_cap(caplog):
+    word = "x" * 20_000_000  # one "token": the token budget alone let it through as a 20 MB chunk
+    text = f"Intro sentence here.\n\nBefore {word} after the blob.\n\nClosing words."
+    chunks = chunk_page(make_page((("Page",), text), source="blob/page.md"), max_tokens=250, overlap=40)
+    assert max(len(c.text) for c in chunks) <= 250 * CHARS_PER_TOKEN
+    assert sum(len(c.text) for c in chunks) < 3 * 250 * CHARS_PER_TOKEN  # cut, not split into 5,000 chunks
+    joined = " ".join(c.text for c in chunks)
+    assert "Intro sentence here." in joined and "after the blob." in joined and "Closing words." in joined
+    assert "blob/page.md: a 20000000-character run without spaces was cut" in caplog.text
+
+
+
+def test_runs_just_under_the_character_cap_chunk_in_linear_time():
+    runs = " ".join(f"{i:04d}" + "y" * (250 * CHARS_PER_TOKEN - 4) for i in range(300))  # 1.2 MB, nothing to cut
+    started = time.perf_counter()
+    chunks = chunk_page(make_page((("Page",), runs)), max_tokens=250, overlap=40)
+    assert time.perf_counter() - started < 2.0  # a search for long runs from every position took 9 s here
+    assert len(chunks) == 300 and max(len(c.text) for c in chunks) <= 250 * CHARS_PER_TOKEN
+
+def test_a_line_longer_than_the_character_cap_is_split_keeping_every_character():
+    line = " ".join(f"v{i}=f({i})" for i in range(3000))  # ~27 KB, many short tokens, one line
+    block = f"```python\n{line}\nshort = 1\n```"
+    chunks = chunk_page(make_page((("Page", "Code"), block)), max_tokens=60, overlap=10)
+    assert max(len(c.text) for c in chunks) <= 60 * CHARS_PER_TOKEN
+    assert all(fences_balanced(c.text) and c.text.startswith("```python\n") for c in chunks)
+    code_lines = [line for c in chunks for line in c.text.split("\n")[1:-1]]
+    assert "".join(code_lines[:-1]) == line and code_lines[-1] == "short = 1"
+
+
+def test_long_table_rows_and_long_words_in_prose_stay_under_the_character_cap():
+    row = "| " + " ".join(f"cell{i}" for i in range(2000)) + " |"
+    words = " ".join(f"{'ab' * 150}{i}" for i in range(200))  # 300-character words: few tokens, many characters
+    text = f"| a |\n|---|\n{row}\n| b |\n\n{words}"
+    chunks = chunk_page(make_page((("Page",), text)), max_tokens=40, overlap=5)
+    assert max(len(c.text) for c in chunks) <= 40 * CHARS_PER_TOKEN
+    assert all(f"{'ab' * 150}{i}" in " ".join(c.text for c in chunks) for i in range(200))
 
 def test_long_code_block_splits_into_fenced_pieces_keeping_the_language_tag():
     block = code_block(60, lang="python")
