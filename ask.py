@@ -108,9 +108,11 @@ def notice(message: str) -> None:
 
 
 def chat(program, args) -> int:
+    from programs.compile.artifact import update_index
     from programs.rag.chat import Chat
 
     conversation = Chat(program)
+    index = getattr(program, "index", None)  # a BookRAG from open_program has its BookIndex
     if hasattr(sys.stdin, "reconfigure"):  # a line that is not UTF-8 is then said so, and the chat goes on
         sys.stdin.reconfigure(errors="surrogateescape")
     notice("Ask about the book. /reset clears the conversation; /exit, quit or Ctrl-D leaves.")
@@ -135,6 +137,8 @@ def chat(program, args) -> int:
             notice("(conversation cleared)")
             continue
         try:
+            if index is not None:  # the book may have been edited between two turns
+                update_index(index, notice)
             response = answer(conversation.ask, question, args)
         except (BookragError, ValueError) as exc:
             error_line(str(exc))

@@ -146,6 +146,33 @@ def test_books_in_folders_named_alike_answer_from_their_own_text_and_an_edited_p
     assert "5.2 m" in answer and "1.4 m" not in answer
 
 
+def test_a_page_edited_between_two_chat_turns_is_picked_up_before_the_second(env, tmp_path):
+    """The chat checks the book before every turn, not only when it opens: the second turn answers from the edit."""
+    book = tmp_path / "book"
+    for rel, text in BOOK.items():
+        (book / rel).parent.mkdir(parents=True, exist_ok=True)
+        (book / rel).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    chat_env = {**env, "BOOKRAG_DATA_DIR": str(tmp_path / "data"), "BOOKRAG_BOOK": str(book)}
+    chat = subprocess.Popen([sys.executable, str(ROOT / "ask.py"), "--chat", "--json"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=chat_env, cwd=tmp_path)
+    try:
+        chat.stdin.write(IN_SCOPE + "\n")
+        chat.stdin.flush()
+        first = json.loads(chat.stdout.readline())
+        (book / "intro.md").write_text((book / "intro.md").read_text().replace("1.4 m", "5.2 m"))
+        chat.stdin.write(IN_SCOPE + "\n")
+        chat.stdin.close()
+        second = json.loads(chat.stdout.readline())
+        err = chat.stderr.read()
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+        chat.wait(timeout=60)
+    assert "1.4 m" in first["answer"]
+    assert "5.2 m" in second["answer"] and "1.4 m" not in second["answer"]
+    assert "The book changed since it was indexed (1 file(s): intro.md): updating the index ..." in err
+
+
 @pytest.mark.slow
 def test_the_local_model_answers_how_tall_kestrel_is_briefly_and_cites_intro(tmp_path):
     """The README's first example, as a user runs it: the bundled book, the packaged model, generated answers."""
