@@ -13,7 +13,7 @@ import pytest
 from conftest import PROJECT_ROOT, SMALL_BOOK, clean_env, run_script, write_book
 
 PR_CAPBSET_DROP, CAP_DAC_OVERRIDE = 24, 1  # <linux/prctl.h>, <linux/capability.h>
-CAP_DAC_READ_SEARCH = 2
+CAP_DAC_READ_SEARCH, CAP_FOWNER, NOBODY = 2, 3, 65534
 
 
 @pytest.fixture
@@ -141,6 +141,26 @@ def test_a_dspy_cache_dir_holding_other_files_exits_2_and_keeps_its_mode(tmp_pat
     assert shared.stat().st_mode & 0o777 == 0o755 and sorted(p.name for p in shared.iterdir()) == ["notes.txt"]
 
 
+def test_a_dspy_cache_dir_of_another_user_exits_2_naming_it(tmp_path, book):
+    """Writable by all (like /tmp), but not ours to make private: chmod fails."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    shared.chmod(0o777)
+    os.chown(shared, NOBODY, NOBODY)
+    try:
+        result = subprocess.run([sys.executable, str(PROJECT_ROOT / "ask.py"), "What is a node?", "--book", str(book)],
+                                cwd=tmp_path, env=env_for(tmp_path, BOOKRAG_DSPY_CACHE_DIR=str(shared)),
+                                capture_output=True, text=True, timeout=120,
+                                preexec_fn=as_an_ordinary_user_without(CAP_FOWNER), check=False)
+    except subprocess.SubprocessError as exc:  # no CAP_SETPCAP to drop a capability with
+        pytest.skip(f"cannot run a child without root's chmod override here: {exc}")
+    assert (f"BOOKRAG_DSPY_CACHE_DIR {shared} cannot hold the response cache (Operation not permitted): choose a "
+            "folder of your own that you can write") in one_line_error(result, 2)
+    assert shared.stat().st_mode & 0o777 == 0o777
+
+
 def test_a_dotenv_that_is_not_utf8_exits_2_naming_the_file_and_line(tmp_path, book):
     (tmp_path / ".env").write_bytes(b"# settings\nBOOKRAG_TOP_K=3\nBOOKRAG_BASE_URL=/caf\xe9\n")
     stderr = one_line_error(run_script("ask.py", "What is a node?", "--book", book, cwd=tmp_path,
@@ -148,18 +168,20 @@ def test_a_dotenv_that_is_not_utf8_exits_2_naming_the_file_and_line(tmp_path, bo
     assert f"{tmp_path / '.env'}:3: not UTF-8 text (byte 22 of the line); re-save the file as UTF-8" in stderr
 
 
-def as_a_user_who_cannot_read_everything():
-    """`as_an_ordinary_user`, and without root's read override either (CAP_DAC_READ_SEARCH)."""
+def as_an_ordinary_user_without(*capabilities: int):
+    """`as_an_ordinary_user`, and without these overrides of root's either: CAP_DAC_READ_SEARCH (read any file),
+    CAP_FOWNER (chmod any file)."""
     drop_write_override = as_an_ordinary_user()
     if drop_write_override is None:
         return None
 
-    def drop_both():
+    def drop_all():
         drop_write_override()
-        if ctypes.CDLL(None, use_errno=True).prctl(PR_CAPBSET_DROP, CAP_DAC_READ_SEARCH, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+        for capability in capabilities:
+            if ctypes.CDLL(None, use_errno=True).prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
 
-    return drop_both
+    return drop_all
 
 
 def test_a_dotenv_that_cannot_be_read_exits_2_naming_it(tmp_path, book):
@@ -169,7 +191,7 @@ def test_a_dotenv_that_cannot_be_read_exits_2_naming_it(tmp_path, book):
     try:
         result = subprocess.run([sys.executable, str(PROJECT_ROOT / "ask.py"), "What is a node?", "--book", str(book)],
                                 cwd=tmp_path, env=env_for(tmp_path), capture_output=True, text=True, timeout=60,
-                                preexec_fn=as_a_user_who_cannot_read_everything(), check=False)
+                                preexec_fn=as_an_ordinary_user_without(CAP_DAC_READ_SEARCH), check=False)
     except subprocess.SubprocessError as exc:  # no CAP_SETPCAP to drop a capability with
         pytest.skip(f"cannot run a child without root's read override here: {exc}")
     finally:

@@ -23,7 +23,9 @@ from bookrag.redaction import mask_url, scrub, url_credentials
 from programs.lm.llama_cpp_engine import LlamaCppEngine
 from programs.lm.response_cache import ResponseCache
 
-_CACHE_SHARD = re.compile(r"\d{3}")  # diskcache's FanoutCache, as DSPy sets it up, keeps one folder per shard
+# What DSPy's cache keeps in its folder: diskcache's FanoutCache one folder per shard (000, 001, ...); a plain
+# diskcache.Cache, its database files.
+_CACHE_ENTRY = re.compile(r"\d{3}|cache\.db(-wal|-shm)?")
 
 
 def make_lm(settings: Settings) -> dspy.LM:
@@ -88,10 +90,10 @@ def configure_cache(settings: Settings) -> None:
 
 def _make_private_cache_folder(folder: Path) -> None:
     """The cache's folder, made if missing, private (0700). An existing one is made private too (made by hand, or
-    before this rule) unless it holds anything but the cache's shard folders (000, 001, ...): chmod on the user's
-    home or /tmp would lock everyone else out of it, and the cache would litter it."""
+    before this rule) unless it holds anything but the cache's own entries: chmod on the user's home or /tmp would
+    lock everyone else out of it, and the cache would litter it."""
     folder.mkdir(parents=True, exist_ok=True)
-    if others := sorted(entry.name for entry in folder.iterdir() if not _CACHE_SHARD.fullmatch(entry.name)):
+    if others := sorted(entry.name for entry in folder.iterdir() if not _CACHE_ENTRY.fullmatch(entry.name)):
         raise ConfigError(f"BOOKRAG_DSPY_CACHE_DIR {folder} holds other files ({', '.join(others[:3])}"
                           f"{', ...' if len(others) > 3 else ''}): point it at a folder of its own, such as "
                           f"{folder / 'bookrag-dspy-cache'}")
