@@ -354,7 +354,7 @@ def _check_folder(name: str, folder: Path) -> Path:
     """`folder` is a folder, or can be made one: neither it nor a parent is a file. Returns the part that exists."""
     existing = next(p for p in (folder, *folder.parents) if p.exists())
     if not existing.is_dir():
-        raise ConfigError(f"{name} {folder} is not a folder: {existing} is a file")
+        raise ConfigError(f"{name} {folder} is not a folder: {existing} is a file; point {name} at a folder")
     return existing
 
 

@@ -102,7 +102,8 @@ def test_a_dspy_cache_dir_that_is_a_file_exits_2_before_anything_is_indexed(tmp_
     cache = file if where == "the-file" else file / "dspy"
     result = run_script("ask.py", "What is a node?", "--book", book, cwd=tmp_path,
                         env=env_for(tmp_path, BOOKRAG_DSPY_CACHE_DIR=str(cache)))
-    assert f"BOOKRAG_DSPY_CACHE_DIR {cache} is not a folder: {file} is a file" in one_line_error(result, 2)
+    stderr = one_line_error(result, 2)
+    assert f"BOOKRAG_DSPY_CACHE_DIR {cache} is not a folder: {file} is a file; point BOOKRAG_DSPY_CACHE_DIR at" in stderr
     assert not (tmp_path / "data" / "qdrant").exists()
 
 

@@ -114,7 +114,7 @@ def test_a_cache_or_artifacts_dir_that_is_a_file_or_under_one_is_a_config_error(
     file = tmp_path / "notes.txt"
     file.write_text("not a folder")
     for folder in (file, file / "sub"):
-        with pytest.raises(ConfigError, match=f"{name} {folder} is not a folder: {file} is a file"):
+        with pytest.raises(ConfigError, match=f"{name} {folder} is not a folder: {file} is a file; point {name} at"):
             Settings.from_env({"BOOKRAG_DATA_DIR": str(tmp_path / "data"), name: str(folder)})
 
 
