@@ -22,7 +22,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
-from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, book_name, check_writable_folder
+from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
 from bookrag.errors import DatasetError
 
 
@@ -63,8 +63,6 @@ def main(argv: list[str] | None = None) -> int:
     from retrievers import BookIndex
 
     out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
-    if not args.out:  # checked before compiling, not when the artifact is written at the end
-        check_writable_folder("BOOKRAG_ARTIFACTS_DIR", settings.artifacts_dir)
     lm = make_lm(settings)
     synthetic = questions_path is None
     if synthetic:  # a book nobody labeled: questions written from the book itself, kept beside the artifact

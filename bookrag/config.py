@@ -308,8 +308,8 @@ class Settings:
             raise ConfigError("BOOKRAG_CHUNK_OVERLAP must be smaller than BOOKRAG_CHUNK_TOKENS")
         if self.embedder == "cohere" and not self.cohere_api_key:
             raise ConfigError("BOOKRAG_EMBEDDER=cohere needs COHERE_API_KEY (environment or .env)")
-        check_writable_folder("BOOKRAG_DATA_DIR", self.data_dir)
-        check_writable_folder("BOOKRAG_DSPY_CACHE_DIR", self.dspy_cache)
+        _check_writable_folder("BOOKRAG_DATA_DIR", self.data_dir)
+        _check_writable_folder("BOOKRAG_DSPY_CACHE_DIR", self.dspy_cache)
         _check_folder("BOOKRAG_ARTIFACTS_DIR", self.artifacts_dir)  # may be read-only: ask.py only reads programs
         return self
 
@@ -338,7 +338,7 @@ class Settings:
         return self.dspy_cache_dir or self.data_dir / "dspy-cache"
 
 
-def check_writable_folder(name: str, folder: Path) -> None:
+def _check_writable_folder(name: str, folder: Path) -> None:
     """`folder`, or the part of its path that exists so far, is a folder this process may write in.
 
     Caught here, a read-only mount or another user's folder is one clear line; later it would be a raw sqlite or

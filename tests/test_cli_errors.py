@@ -107,26 +107,20 @@ def test_a_dspy_cache_dir_that_is_a_file_exits_2_before_anything_is_indexed(tmp_
     assert not (tmp_path / "data" / "qdrant").exists()
 
 
-@pytest.mark.parametrize("script, variable", [("ask.py", "BOOKRAG_DSPY_CACHE_DIR"),
-                                              ("optimize.py", "BOOKRAG_ARTIFACTS_DIR")])
-def test_a_read_only_cache_or_artifacts_folder_exits_2_before_anything_runs(tmp_path, book, script, variable):
-    """optimize.py used to find out only when it wrote the artifact, after compiling: exit 70."""
+def test_a_read_only_dspy_cache_dir_exits_2_before_anything_is_indexed(tmp_path, book):
     folder = tmp_path / "read-only"
     folder.mkdir()
     folder.chmod(0o555)
-    questions = tmp_path / "questions.csv"
-    questions.write_text("id,question,answerable,split\nq1,What is a node?,true,train\n"
-                         "q2,What is the capital of France?,false,train\nq3,What launches nodes?,true,dev\n")
-    args = ["What is a node?"] if script == "ask.py" else ["--questions", questions]
     try:
-        result = subprocess.run([sys.executable, str(PROJECT_ROOT / script), *map(str, args), "--book", str(book)],
-                                cwd=tmp_path, env=env_for(tmp_path, **{variable: str(folder)}), capture_output=True,
-                                text=True, timeout=120, preexec_fn=as_an_ordinary_user(), check=False)
+        result = subprocess.run([sys.executable, str(PROJECT_ROOT / "ask.py"), "What is a node?", "--book", str(book)],
+                                cwd=tmp_path, env=env_for(tmp_path, BOOKRAG_DSPY_CACHE_DIR=str(folder)),
+                                capture_output=True, text=True, timeout=60, preexec_fn=as_an_ordinary_user(),
+                                check=False)
     except subprocess.SubprocessError as exc:  # no CAP_SETPCAP to drop a capability with
         pytest.skip(f"cannot run a child without root's write override here: {exc}")
     finally:
         folder.chmod(0o755)
-    assert f"{variable} {folder} is read-only" in one_line_error(result, 2)
+    assert f"BOOKRAG_DSPY_CACHE_DIR {folder} is read-only" in one_line_error(result, 2)
     assert not (tmp_path / "data" / "qdrant").exists()
 
 
