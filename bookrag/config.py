@@ -6,10 +6,12 @@ Every knob a user can turn is a field here; the CLIs only override fields from f
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import io
 import logging
 import os
 import re
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -89,11 +91,28 @@ def export_dotenv(path: Path, environ: MutableMapping[str, str] = os.environ) ->
     """
     from dotenv import dotenv_values
 
-    missing = {key: value for key, value in dotenv_values(path).items() if value is not None and key not in environ}
+    values = dotenv_values(stream=io.StringIO(_dotenv_text(path)))
+    missing = {key: value for key, value in values.items() if value is not None and key not in environ}
     environ.update(missing)
     if missing:
         log.debug("exported from %s: %s", path, ", ".join(missing))
     return list(missing)
+
+
+def _dotenv_text(path: Path) -> str:
+    """The `.env` file's text. Unreadable or not UTF-8 (a file saved as Latin-1, UTF-16) is a ConfigError naming the
+    file and line; the bytes are not shown, as they may be part of a key."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path} ({exc.strerror}): make it readable, or remove it") from None
+    try:
+        return data.decode("utf-8")  # python-dotenv skips a byte order mark itself
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {exc.start - line_start + 1} of the line); re-save "
+                          "the file as UTF-8") from None
 
 
 # -- the variables: environment variable -> field, parser and range ----------------------------------------------
@@ -177,6 +196,43 @@ VARIABLES = (
 )
 
 
+# A BOOKRAG_* name is matched without its prefix, which every one shares (with it, BOOKRAG_FOO is 0.87 like
+# BOOKRAG_BOOK). QDRANT_* and COHERE_* names belong to other tools too (the Qdrant server reads QDRANT__SERVICE__...):
+# one is reported only when this close to one of ours (difflib's ratio): QDRANT_APIKEY (0.96), QDRANT_URI (0.90),
+# COHERE_KEY (0.83) are typos of ours; QDRANT_GRPC_PORT (0.81, to QDRANT_PORT) and COHERE_TIMEOUT (0.69) are not.
+_PREFIX = "BOOKRAG_"
+_OTHER_TOOLS_CUTOFF = 0.82
+_warned_names: set[str] = set()
+
+
+def unknown_variable_warnings(names: Iterable[str]) -> list[str]:
+    """A warning for each BOOKRAG_* name that is no setting (a typo is otherwise ignored without a word), naming the
+    closest setting; and for each QDRANT_*/COHERE_* name that is not ours but close to one of ours."""
+    known = {variable.name.removeprefix(_PREFIX): variable.name for variable in VARIABLES}
+    warnings = []
+    for name in sorted(set(names) - set(known.values())):
+        upper = name.upper()
+        ours = upper.startswith(_PREFIX)
+        if not ours and (not upper.startswith(("QDRANT_", "COHERE_")) or upper.startswith("QDRANT__")):
+            continue
+        close = difflib.get_close_matches(upper.removeprefix(_PREFIX), known, n=1,
+                                          cutoff=0.6 if ours else _OTHER_TOOLS_CUTOFF)
+        if close:
+            warnings.append(f"{name} is not a bookrag setting; did you mean {known[close[0]]}?")
+        elif ours:
+            warnings.append(f"{name} is not a bookrag setting; see the README's configuration table")
+    return warnings
+
+
+def warn_unknown_variables(names: Iterable[str]) -> None:
+    """Log `unknown_variable_warnings`, each name at most once per process (settings are read more than once).
+    Names only: a value may be a secret."""
+    names = set(names) - _warned_names
+    for warning in unknown_variable_warnings(names):
+        log.warning(warning)
+    _warned_names.update(names)
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = PROJECT_ROOT / "data"
@@ -226,6 +282,7 @@ class Settings:
             if dotenv.is_file():
                 export_dotenv(dotenv)
         env = os.environ if environ is None else environ
+        warn_unknown_variables(env)
         values = {}
         for variable in VARIABLES:
             raw = (env.get(variable.name) or "").strip()
@@ -252,6 +309,8 @@ class Settings:
         if self.embedder == "cohere" and not self.cohere_api_key:
             raise ConfigError("BOOKRAG_EMBEDDER=cohere needs COHERE_API_KEY (environment or .env)")
         _check_writable_folder("BOOKRAG_DATA_DIR", self.data_dir)
+        _check_writable_folder("BOOKRAG_DSPY_CACHE_DIR", self.dspy_cache)
+        _check_folder("BOOKRAG_ARTIFACTS_DIR", self.artifacts_dir)  # may be read-only: ask.py only reads programs
         return self
 
     @property
@@ -286,11 +345,17 @@ def _check_writable_folder(name: str, folder: Path) -> None:
     permission error. (`os.access` asks the kernel, so root with its usual capabilities passes except on a
     read-only mount; what still fails later is reported by the store and the embedding cache.)
     """
-    existing = next(p for p in (folder, *folder.parents) if p.exists())
-    if not existing.is_dir():
-        raise ConfigError(f"{name} {folder} is not a folder: {existing} is a file")
+    existing = _check_folder(name, folder)
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"{name} {folder} is read-only ({existing} cannot be written): choose a writable folder")
+
+
+def _check_folder(name: str, folder: Path) -> Path:
+    """`folder` is a folder, or can be made one: neither it nor a parent is a file. Returns the part that exists."""
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"{name} {folder} is not a folder: {existing} is a file; point {name} at a folder")
+    return existing
 
 
 def book_name(book_dir: Path) -> str:

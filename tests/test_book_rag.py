@@ -293,6 +293,32 @@ def test_follow_up_is_rewritten_by_the_predictor_and_the_rewrite_is_retrieved(ma
     assert response.passages[0]["source"] == "01-ros2/01-topics.md"
 
 
+REWRITE_REPLIES = {
+    "missing": "Sure! The follow-up asks how tall Quillon is.\n\n[[ ## completed ## ]]",
+    "empty": "[[ ## standalone_query ## ]]\n\n[[ ## completed ## ]]",
+    "another field only": "[[ ## answer ## ]]\nQuillon is 1.4 m tall.\n\n[[ ## completed ## ]]",
+}
+
+
+@pytest.mark.parametrize("rewrite_reply", list(REWRITE_REPLIES.values()), ids=list(REWRITE_REPLIES))
+def test_a_hosted_rewrite_without_a_standalone_query_falls_back_to_the_follow_up_text(make, index, hosted_lm, caplog,
+                                                                                       rewrite_reply):
+    """As local mode does: the follow-up read with the previous turn, its answer included (`follow_up_text`)."""
+    def reply(body: dict) -> str:
+        rewriting = "`standalone_query`" in body["messages"][0]["content"]
+        return rewrite_reply if rewriting else chat_reply("Quillon is 1.4 m tall.")
+
+    lm, server = hosted_lm(reply)
+    history = [{"question": "What is the teaching robot called?", "answer": "It is called Quillon."}]
+    with caplog.at_level(logging.DEBUG, logger="programs.rag"):
+        response = make(lm=lm).ask("How tall is that robot?", history=history)
+    assert len(server.requests) == 2  # the rewrite was asked, then the answer
+    expected = "What is the teaching robot called? It is called Quillon. How tall is that robot?"
+    assert response.standalone_query == expected and index.embedder.queries[-1] == expected
+    assert not response.is_refusal and response.answer == "Quillon is 1.4 m tall."
+    assert "no standalone query" in caplog.text
+
+
 def test_without_history_the_question_is_the_query(make, index):
     lm = DummyLM([generated()])
     response = make(lm=lm, answer_mode="generated").ask("How tall is Quillon the teaching robot?")

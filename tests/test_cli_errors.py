@@ -13,6 +13,7 @@ import pytest
 from conftest import PROJECT_ROOT, SMALL_BOOK, clean_env, run_script, write_book
 
 PR_CAPBSET_DROP, CAP_DAC_OVERRIDE = 24, 1  # <linux/prctl.h>, <linux/capability.h>
+CAP_DAC_READ_SEARCH, CAP_FOWNER, NOBODY = 2, 3, 65534
 
 
 @pytest.fixture
@@ -92,6 +93,121 @@ def test_a_read_only_data_folder_exits_2_naming_it(tmp_path, book, script):
         data.chmod(0o755)
     stderr = one_line_error(result, 2)
     assert f"BOOKRAG_DATA_DIR {data} is read-only" in stderr
+
+
+@pytest.mark.parametrize("where", ["the-file", "under-the-file"])
+def test_a_dspy_cache_dir_that_is_a_file_exits_2_before_anything_is_indexed(tmp_path, book, where):
+    file = tmp_path / "cache.txt"
+    file.write_text("not a folder")
+    cache = file if where == "the-file" else file / "dspy"
+    result = run_script("ask.py", "What is a node?", "--book", book, cwd=tmp_path,
+                        env=env_for(tmp_path, BOOKRAG_DSPY_CACHE_DIR=str(cache)))
+    stderr = one_line_error(result, 2)
+    assert f"BOOKRAG_DSPY_CACHE_DIR {cache} is not a folder: {file} is a file; point BOOKRAG_DSPY_CACHE_DIR at" in stderr
+    assert not (tmp_path / "data" / "qdrant").exists()
+
+
+def test_a_read_only_dspy_cache_dir_exits_2_before_anything_is_indexed(tmp_path, book):
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        result = subprocess.run([sys.executable, str(PROJECT_ROOT / "ask.py"), "What is a node?", "--book", str(book)],
+                                cwd=tmp_path, env=env_for(tmp_path, BOOKRAG_DSPY_CACHE_DIR=str(folder)),
+                                capture_output=True, text=True, timeout=60, preexec_fn=as_an_ordinary_user(),
+                                check=False)
+    except subprocess.SubprocessError as exc:  # no CAP_SETPCAP to drop a capability with
+        pytest.skip(f"cannot run a child without root's write override here: {exc}")
+    finally:
+        folder.chmod(0o755)
+    assert f"BOOKRAG_DSPY_CACHE_DIR {folder} is read-only" in one_line_error(result, 2)
+    assert not (tmp_path / "data" / "qdrant").exists()
+
+
+def test_a_dspy_cache_dir_holding_other_files_exits_2_and_keeps_its_mode(tmp_path, book):
+    """The cache makes its folder private (0700): a folder of the user's (their home, /tmp) must not be."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "notes.txt").write_text("the user's own file")
+    shared.chmod(0o755)
+    result = run_script("ask.py", "What is a node?", "--book", book, cwd=tmp_path,
+                        env=env_for(tmp_path, BOOKRAG_DSPY_CACHE_DIR=str(shared)))
+    assert f"BOOKRAG_DSPY_CACHE_DIR {shared} holds other files (notes.txt)" in one_line_error(result, 2)
+    assert shared.stat().st_mode & 0o777 == 0o755 and sorted(p.name for p in shared.iterdir()) == ["notes.txt"]
+
+
+def test_a_dspy_cache_dir_of_another_user_exits_2_naming_it(tmp_path, book):
+    """Writable by all (like /tmp), but not ours to make private: chmod fails."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    shared.chmod(0o777)
+    os.chown(shared, NOBODY, NOBODY)
+    try:
+        result = subprocess.run([sys.executable, str(PROJECT_ROOT / "ask.py"), "What is a node?", "--book", str(book)],
+                                cwd=tmp_path, env=env_for(tmp_path, BOOKRAG_DSPY_CACHE_DIR=str(shared)),
+                                capture_output=True, text=True, timeout=120,
+                                preexec_fn=as_an_ordinary_user_without(CAP_FOWNER), check=False)
+    except subprocess.SubprocessError as exc:  # no CAP_SETPCAP to drop a capability with
+        pytest.skip(f"cannot run a child without root's chmod override here: {exc}")
+    assert (f"BOOKRAG_DSPY_CACHE_DIR {shared} cannot hold the response cache (Operation not permitted): choose a "
+            "folder of your own that you can write") in one_line_error(result, 2)
+    assert shared.stat().st_mode & 0o777 == 0o777
+
+
+def test_a_dotenv_that_is_not_utf8_exits_2_naming_the_file_and_line(tmp_path, book):
+    (tmp_path / ".env").write_bytes(b"# settings\nBOOKRAG_TOP_K=3\nBOOKRAG_BASE_URL=/caf\xe9\n")
+    stderr = one_line_error(run_script("ask.py", "What is a node?", "--book", book, cwd=tmp_path,
+                                       env=env_for(tmp_path)), 2)
+    assert f"{tmp_path / '.env'}:3: not UTF-8 text (byte 22 of the line); re-save the file as UTF-8" in stderr
+
+
+def as_an_ordinary_user_without(*capabilities: int):
+    """`as_an_ordinary_user`, and without these overrides of root's either: CAP_DAC_READ_SEARCH (read any file),
+    CAP_FOWNER (chmod any file)."""
+    drop_write_override = as_an_ordinary_user()
+    if drop_write_override is None:
+        return None
+
+    def drop_all():
+        drop_write_override()
+        for capability in capabilities:
+            if ctypes.CDLL(None, use_errno=True).prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+    return drop_all
+
+
+def test_a_dotenv_that_cannot_be_read_exits_2_naming_it(tmp_path, book):
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("BOOKRAG_TOP_K=3\n")
+    dotenv.chmod(0o000)
+    try:
+        result = subprocess.run([sys.executable, str(PROJECT_ROOT / "ask.py"), "What is a node?", "--book", str(book)],
+                                cwd=tmp_path, env=env_for(tmp_path), capture_output=True, text=True, timeout=60,
+                                preexec_fn=as_an_ordinary_user_without(CAP_DAC_READ_SEARCH), check=False)
+    except subprocess.SubprocessError as exc:  # no CAP_SETPCAP to drop a capability with
+        pytest.skip(f"cannot run a child without root's read override here: {exc}")
+    finally:
+        dotenv.chmod(0o600)
+    assert f"cannot read {dotenv} (Permission denied): make it readable, or remove it" in one_line_error(result, 2)
+
+
+def test_misspelt_variables_are_warned_about_once_naming_the_setting_and_no_value(tmp_path, book):
+    (tmp_path / ".env").write_text("BOOKRAG_ANSWERMODE=extractive\n")
+    env = env_for(tmp_path, BOOKRAG_TOPK="3", QDRANT_APIKEY="qdrant-secret-91b2", BOOKRAG_FOO="1",
+                  QDRANT__SERVICE__API_KEY="x", COHERE_TIMEOUT="9")
+    result = run_script("ask.py", "What is a node?", "--book", book, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("WARNING bookrag.config:")]
+    assert warnings == [
+        "WARNING bookrag.config: BOOKRAG_ANSWERMODE is not a bookrag setting; did you mean BOOKRAG_ANSWER_MODE?",
+        "WARNING bookrag.config: BOOKRAG_FOO is not a bookrag setting; see the README's configuration table",
+        "WARNING bookrag.config: BOOKRAG_TOPK is not a bookrag setting; did you mean BOOKRAG_TOP_K?",
+        "WARNING bookrag.config: QDRANT_APIKEY is not a bookrag setting; did you mean QDRANT_API_KEY?",
+    ]
+    assert "qdrant-secret-91b2" not in result.stderr + result.stdout
 
 
 def test_a_default_artifact_without_its_manifest_exits_2_before_anything_is_indexed(tmp_path, book):

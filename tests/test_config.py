@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bookrag.cli import load_settings
-from bookrag.config import Settings, export_dotenv
+from bookrag.config import Settings, export_dotenv, unknown_variable_warnings
 from bookrag.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,6 +109,49 @@ def test_data_dir_that_is_a_file_or_under_one_is_a_config_error(tmp_path):
     assert Settings.from_env({"BOOKRAG_DATA_DIR": str(tmp_path / "new" / "data")}).data_dir == tmp_path / "new" / "data"
 
 
+@pytest.mark.parametrize("name", ["BOOKRAG_DSPY_CACHE_DIR", "BOOKRAG_ARTIFACTS_DIR"])
+def test_a_cache_or_artifacts_dir_that_is_a_file_or_under_one_is_a_config_error(tmp_path, name):
+    file = tmp_path / "notes.txt"
+    file.write_text("not a folder")
+    for folder in (file, file / "sub"):
+        with pytest.raises(ConfigError, match=f"{name} {folder} is not a folder: {file} is a file; point {name} at"):
+            Settings.from_env({"BOOKRAG_DATA_DIR": str(tmp_path / "data"), name: str(folder)})
+
+
+# -- variables that are no setting -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, warning", [
+    ("BOOKRAG_TOPK", "BOOKRAG_TOPK is not a bookrag setting; did you mean BOOKRAG_TOP_K?"),
+    ("BOOKRAG_DATADIR", "BOOKRAG_DATADIR is not a bookrag setting; did you mean BOOKRAG_DATA_DIR?"),
+    ("bookrag_top_k", "bookrag_top_k is not a bookrag setting; did you mean BOOKRAG_TOP_K?"),
+    ("BOOKRAG_COHERE_API_KEY", "BOOKRAG_COHERE_API_KEY is not a bookrag setting; did you mean COHERE_API_KEY?"),
+    ("BOOKRAG_FOO", "BOOKRAG_FOO is not a bookrag setting; see the README's configuration table"),
+    ("QDRANT_APIKEY", "QDRANT_APIKEY is not a bookrag setting; did you mean QDRANT_API_KEY?"),
+    ("QDRANT_URI", "QDRANT_URI is not a bookrag setting; did you mean QDRANT_URL?"),
+    ("COHERE_KEY", "COHERE_KEY is not a bookrag setting; did you mean COHERE_API_KEY?"),
+])
+def test_a_misspelt_variable_gets_a_warning_naming_the_closest_setting(name, warning):
+    assert unknown_variable_warnings([name, "BOOKRAG_TOP_K", "PATH"]) == [warning]
+
+
+@pytest.mark.parametrize("name", ["QDRANT_GRPC_PORT", "QDRANT__SERVICE__API_KEY", "COHERE_TIMEOUT", "CO_API_KEY",
+                                  "QDRANT_URL", "COHERE_API_KEY", "OPENAI_API_KEY", "HOME"])
+def test_other_tools_variables_and_ours_get_no_warning(name):
+    assert unknown_variable_warnings([name]) == []
+
+
+def test_a_misspelt_variable_is_warned_about_once_per_process_without_its_value(caplog):
+    environ = {"BOOKRAG_LM_TIMEOT": "30", "QDRANT_APIKEY_": "qdrant-secret-7c1d"}
+    with caplog.at_level(logging.WARNING, logger="bookrag.config"):
+        Settings.from_env(environ)
+        Settings.from_env(environ)  # read again (load_program does): no second warning
+    assert [r.getMessage() for r in caplog.records] == [
+        "BOOKRAG_LM_TIMEOT is not a bookrag setting; did you mean BOOKRAG_LM_TIMEOUT?",
+        "QDRANT_APIKEY_ is not a bookrag setting; did you mean QDRANT_API_KEY?",
+    ]
+    assert "qdrant-secret-7c1d" not in caplog.text
+
+
 # -- .env -------------------------------------------------------------------------------------------------------
 
 def write_dotenv(folder: Path) -> Path:
@@ -147,6 +190,15 @@ def test_explicit_environ_reads_no_dotenv_and_changes_nothing(tmp_path, monkeypa
     monkeypatch.delenv("GEMINI_API_KEY")
     assert Settings.from_env({}).top_k == 5
     assert "GEMINI_API_KEY" not in os.environ
+
+
+def test_a_dotenv_that_is_not_utf8_is_a_config_error_naming_the_file_and_line(tmp_path, monkeypatch):
+    dotenv = tmp_path / ".env"
+    dotenv.write_bytes(b"BOOKRAG_TOP_K=7\nOPENAI_API_KEY=sk-caf\xe9-4f9a\n")  # saved as Latin-1
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env()
+    assert str(caught.value) == f"{dotenv}:2: not UTF-8 text (byte 22 of the line); re-save the file as UTF-8"
 
 
 # -- what importing the CLI plumbing does -----------------------------------------------------------------------

@@ -6,8 +6,11 @@ then run the program inside `with dspy.context(lm=lm), lm_errors():` so a failin
 
 from __future__ import annotations
 
+import re
 import socket
+import sqlite3
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Literal
 
 import dspy
@@ -19,6 +22,10 @@ from bookrag.errors import AgentError, ConfigError
 from bookrag.redaction import mask_url, scrub, url_credentials
 from programs.lm.llama_cpp_engine import LlamaCppEngine
 from programs.lm.response_cache import ResponseCache
+
+# What DSPy's cache keeps in its folder: diskcache's FanoutCache one folder per shard (000, 001, ...); a plain
+# diskcache.Cache, its database files.
+_CACHE_ENTRY = re.compile(r"\d{3}|cache\.db(-wal|-shm)?")
 
 
 def make_lm(settings: Settings) -> dspy.LM:
@@ -64,16 +71,33 @@ def configure_cache(settings: Settings) -> None:
 
     Idempotent: a cache already kept in that folder (and its in-memory entries) is left as it is.
     """
-    if getattr(dspy.cache, "disk_cache_dir", None) == str(settings.dspy_cache):
+    folder = settings.dspy_cache
+    if getattr(dspy.cache, "disk_cache_dir", None) == str(folder):
         return
-    settings.dspy_cache.mkdir(parents=True, exist_ok=True)
-    settings.dspy_cache.chmod(0o700)  # also a folder made before this rule, or by hand
-    # Restricted unpickling: DSPy stores plain data (and LiteLLM types it trusts), so a
-    # tampered cache file cannot run code and nothing is lost.
-    cache = ResponseCache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(settings.dspy_cache),
-                          disk_size_limit_bytes=DISK_CACHE_LIMIT, restrict_pickle=True)
+    try:
+        _make_private_cache_folder(folder)
+        # Restricted unpickling: DSPy stores plain data (and LiteLLM types it trusts), so a
+        # tampered cache file cannot run code and nothing is lost.
+        cache = ResponseCache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(folder),
+                              disk_size_limit_bytes=DISK_CACHE_LIMIT, restrict_pickle=True)
+    except (OSError, sqlite3.Error) as exc:  # Settings checked the path; this is another user's folder, or a race
+        why = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"BOOKRAG_DSPY_CACHE_DIR {folder} cannot hold the response cache ({why}): choose a folder "
+                          "of your own that you can write") from None
     with dspy._cache_lock:  # the lock DSPy's own configure_cache holds against a concurrent lazy build
         dspy.cache = cache
+
+
+def _make_private_cache_folder(folder: Path) -> None:
+    """The cache's folder, made if missing, private (0700). An existing one is made private too (made by hand, or
+    before this rule) unless it holds anything but the cache's own entries: chmod on the user's home or /tmp would
+    lock everyone else out of it, and the cache would litter it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if others := sorted(entry.name for entry in folder.iterdir() if not _CACHE_ENTRY.fullmatch(entry.name)):
+        raise ConfigError(f"BOOKRAG_DSPY_CACHE_DIR {folder} holds other files ({', '.join(others[:3])}"
+                          f"{', ...' if len(others) > 3 else ''}): point it at a folder of its own, such as "
+                          f"{folder / 'bookrag-dspy-cache'}")
+    folder.chmod(0o700)
 
 
 @contextmanager

@@ -34,7 +34,7 @@ from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.hyde import HyDE
 from programs.rag.query_expansion import QuestionParts, interleave
 from programs.rag.response import Response, ResponseMode
-from programs.rag.rewrite_query import RewriteQuery
+from programs.rag.rewrite_query import RewriteQuery, rewritten_query
 from programs.refusal.answer_checks import check_answer
 from programs.refusal.claim_check import grounded_citations
 from programs.refusal.reasons import RefusalReason
@@ -169,10 +169,10 @@ class BookRAG(dspy.Module):
         if not history:
             return question
         if self.generates and lm_mode(self.lm) == "hosted":
-            with self._lm():
-                rewritten = self.rewrite(history=format_history(history), question=question).standalone_query
-            if rewritten and rewritten.strip():
-                return rewritten.strip()
+            with self._lm(parse_errors=False):
+                rewritten = rewritten_query(self.rewrite, format_history(history), question)
+            if rewritten:
+                return rewritten
         return follow_up_text(question, history)
 
     def answer_from_selection(self, question: str, selected_text: str, history=()) -> dspy.Prediction:
