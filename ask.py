@@ -27,6 +27,7 @@ from bookrag.cli import (
     error_line,
     load_settings,
     run,
+    setting_type,
     setup_logging,
 )
 from bookrag.config import BUNDLED_BOOK, MAX_TOP_K, ExpandMode
@@ -63,7 +64,8 @@ CHAT_EXIT = {"/exit", "/quit", "exit", "quit", ":q"}
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description="Ask questions about a Markdown book; answers cite its sections.")
     parser.add_argument("question", nargs="?", help="the question (none: interactive chat)")
-    parser.add_argument("--top-k", type=int, help=f"passages retrieved per question, 1 to {MAX_TOP_K} (default: "
+    parser.add_argument("--top-k", type=setting_type("top_k"),
+                        help=f"passages retrieved per question, 1 to {MAX_TOP_K} (default: "
                                                   "BOOKRAG_TOP_K or 5)")
     parser.add_argument("--module", help="search only this module, named as in citations (e.g. ros2 for 01-ros2/)")
     parser.add_argument("--program", type=Path, help="compiled program folder (default: artifacts/<book>/ if any)")
@@ -75,8 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chat", action="store_true", help="interactive multi-turn chat")
     parser.add_argument("--validate", action="store_true", help="run the built-in check on the bundled book")
     args = parser.parse_args(argv)
-    if args.top_k is not None and not 1 <= args.top_k <= MAX_TOP_K:
-        parser.error(f"--top-k must be between 1 and {MAX_TOP_K}, got {args.top_k}: each passage is sent to the LM")
     if args.question is not None and not args.question.strip():
         parser.error("the question is empty")
     if args.validate and (args.question or args.chat or args.module or args.book):
@@ -154,7 +154,7 @@ def chat(program, args) -> int:
 def answer(ask, question: str, args) -> Response:
     """`ask(question)`; on a terminal the answer shows as the model writes it, and the checked answer replaces it."""
     with LiveAnswer(enabled=not args.json and sys.stdout.isatty()) as live:
-        response = ask(question, top_k=args.top_k, module=args.module, on_answer_text=live.on_text)
+        response = ask(question, module=args.module, on_answer_text=live.on_text)
     if note := live.withdrawal(response):
         notice(note)
     return response
@@ -170,7 +170,7 @@ def read_line(prompt: str, args) -> str:
 def validate(program, args) -> int:
     results = []
     for question, fact in VALIDATION:
-        response = program.ask(question, top_k=args.top_k)
+        response = program.ask(question)
         passed = response.is_refusal if fact is None else (
             not response.is_refusal and fact.lower() in response.answer.lower())
         results.append({"question": question, "expected": fact or "refusal", "passed": passed,

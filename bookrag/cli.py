@@ -11,7 +11,7 @@ import select
 import sys
 from pathlib import Path
 
-from bookrag.config import AnswerMode, ConfigError, Settings
+from bookrag.config import VARIABLES, AnswerMode, ConfigError, Settings, setting_problem
 from bookrag.errors import BookragError
 from bookrag.redaction import scrub
 from bookrag.terminal_text import printable, undecodable
@@ -60,6 +60,24 @@ class ArgumentParser(argparse.ArgumentParser):
                     self.error(f"argument {name} is not valid UTF-8 text: {shown!r}; retype it, or set the "
                                "terminal to UTF-8 (LANG / LC_ALL)")
         return parsed
+
+
+def setting_type(field: str):
+    """An argparse `type` for a flag that sets the Settings field `field`: parsed and checked as its environment
+    variable is (`setting_problem`), so a bad value exits 4 naming the flag, before anything runs."""
+    variable = next(v for v in VARIABLES if v.field == field)
+
+    def parse(raw: str):
+        try:
+            value = variable.parse(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {variable.kind}, got {raw!r}") from None
+        if problem := setting_problem(field, value):
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    parse.__name__ = variable.kind or field  # argparse names the type in its own "invalid ... value" message
+    return parse
 
 
 class ScrubbingFormatter(logging.Formatter):

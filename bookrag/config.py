@@ -166,6 +166,13 @@ class Variable:
     check: Callable[[object], str | None] | None = None  # a parsed value (from the environment or a flag) -> problem
 
 
+def setting_problem(field: str, value) -> str | None:
+    """What is wrong with `value` for the Settings field `field`, or None: its variable's check, the one place a
+    setting's range is spelled, whether the value comes from the environment, a flag or a library call."""
+    variable = next(v for v in VARIABLES if v.field == field)
+    return variable.check(value) if variable.check is not None else None
+
+
 _NUMBER, _SECONDS = {"parse": int, "kind": "a whole number"}, {"parse": float, "kind": "a number of seconds"}
 VARIABLES = (
     Variable("BOOKRAG_DATA_DIR", "data_dir", _path),
@@ -302,7 +309,7 @@ class Settings:
         """Every value in its range, whether it came from the environment or a flag."""
         for variable in VARIABLES:
             value = getattr(self, variable.field)
-            if variable.check is not None and value is not None and (problem := variable.check(value)):
+            if value is not None and (problem := setting_problem(variable.field, value)):
                 raise ConfigError(f"{variable.name} {problem}")
         if self.chunk_overlap >= self.chunk_tokens:
             raise ConfigError("BOOKRAG_CHUNK_OVERLAP must be smaller than BOOKRAG_CHUNK_TOKENS")

@@ -40,8 +40,6 @@ class QdrantRetriever:
             raise ValueError("Query cannot be empty")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
         dense = self.embedder.embed_query(query) if (mode != "sparse" or mmr) else None
         sparse = self.sparse.query(query) if mode != "dense" else None
         pool = max(self.candidates, k)

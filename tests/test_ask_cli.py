@@ -214,7 +214,7 @@ def test_top_k_outside_1_to_50_exits_4_saying_the_range(env, top_k):
     """`--top-k 10000` sent every passage of the book to the LM."""
     result = run_ask(env, IN_SCOPE, "--top-k", top_k)
     assert result.returncode == 4, result.stderr
-    assert f"--top-k must be between 1 and 50, got {top_k}" in result.stderr and result.stdout == ""
+    assert f"argument --top-k: must be between 1 and 50, got {top_k}" in result.stderr and result.stdout == ""
 
 
 def test_bad_environment_variable_exits_2(env):

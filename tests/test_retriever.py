@@ -110,11 +110,9 @@ def test_empty_query_is_rejected(retriever, query):
         retriever.search(query)
 
 
-def test_unknown_mode_and_bad_k_are_rejected(retriever):
+def test_unknown_mode_is_rejected(retriever):
     with pytest.raises(ValueError, match="mode must be one of dense, sparse, hybrid"):
         retriever.search("nodes", mode="keyword")
-    with pytest.raises(ValueError, match="k must be at least 1"):
-        retriever.search("nodes", k=0)
 
 
 def test_search_on_a_collection_never_created_is_a_retrieval_error(settings, small_book):

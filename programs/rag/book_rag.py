@@ -16,12 +16,12 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from bookrag.config import (
-    MAX_TOP_K,
     REFUSAL_MESSAGE,
     SELECTION_REFUSAL_MESSAGE,
     AnswerMode,
     ExpandMode,
     Settings,
+    setting_problem,
 )
 from bookrag.questions import follow_up_text
 from programs.lm.chat_adapter import BookChatAdapter
@@ -214,8 +214,8 @@ class BookRAG(dspy.Module):
         written: a draft, which the returned Response replaces (the checks may refuse it)."""
         if not query or not query.strip():
             raise ValueError("Query cannot be empty")
-        if top_k is not None and not 1 <= top_k <= MAX_TOP_K:
-            raise ValueError(f"top_k must be between 1 and {MAX_TOP_K}, got {top_k}")
+        if top_k is not None and (problem := setting_problem("top_k", top_k)):
+            raise ValueError(f"top_k {problem}")
         words = query.split()
         if len(words) > MAX_QUERY_WORDS:
             log.warning("query has %d words; keeping the first %d", len(words), MAX_QUERY_WORDS)
