@@ -23,13 +23,6 @@ from bookrag.cli import EXIT_BELOW_GATE, EXIT_OK, ArgumentParser, load_settings,
 from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
 
 ZERO_SHOT, BASELINE = "zero-shot", "baseline"
-SUMMARY_KEYS = ("n", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity",
-                "gold_citation_rate", "recall_at_k", "latency_p50_ms", "latency_p95_ms", "combined",
-                "key_facts_in_answers", "citation_precision", "citation_recall", "tokens_per_question",
-                "n_answerable", "n_must_refuse", "semantic_f1", "token_f1", "answer_words_p50", "lm_calls",
-                "parse_failure_rate", "errors", "answer_latency_p50_ms", "answer_latency_p95_ms",
-                "prompt_tokens_per_answer", "cached_tokens_per_answer", "completion_tokens_per_answer",
-                "per_category")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,7 +185,9 @@ def query_expansion(programs: dict) -> str | dict[str, str]:
 
 def summary(name: str, report: dict) -> dict:
     """The --json figures of one program (no per-question rows)."""
-    return {"program": name, **{key: report[key] for key in SUMMARY_KEYS if key in report}}
+    from programs.evaluate.figures import SUMMARY
+
+    return {"program": name, **{key: report[key] for key in SUMMARY if key in report}}
 
 
 def evaluate_retrieval(args, settings) -> int:
@@ -214,36 +209,11 @@ def evaluate_retrieval(args, settings) -> int:
     return EXIT_OK
 
 
-ROWS = (  # (label, report key, format)
-    ("combined score", "combined", "{:.3f}"),
-    ("answer accuracy (answerable)", "answer_accuracy", "{:.3f}"),
-    ("refusal recall (must refuse)", "refusal_recall", "{:.3f}"),
-    ("false refusal rate", "false_refusal_rate", "{:.3f}"),
-    ("citation validity", "citation_validity", "{:.3f}"),
-    ("gold citation rate", "gold_citation_rate", "{:.3f}"),
-    ("retrieval recall@k", "recall_at_k", "{:.3f}"),
-    ("token F1 vs reference (answerable)", "token_f1", "{:.3f}"),
-    ("words per answer (median)", "answer_words_p50", "{:.0f}"),
-    ("semantic F1", "semantic_f1", "{:.3f}"),
-    ("LM answer calls", "lm_calls", "{:.0f}"),
-    ("replies that failed to parse", "parse_failure_rate", "{:.3f}"),
-    ("errors (questions that failed)", "errors", "{:.0f}"),
-    ("latency p50 / ms", "latency_p50_ms", "{:.1f}"),
-    ("latency p95 / ms", "latency_p95_ms", "{:.1f}"),
-    ("LM-answered latency p50 / ms", "answer_latency_p50_ms", "{:.1f}"),
-    ("LM-answered latency p95 / ms", "answer_latency_p95_ms", "{:.1f}"),
-    ("prompt tokens per LM answer", "prompt_tokens_per_answer", "{:.0f}"),
-    ("  of them from the prompt cache", "cached_tokens_per_answer", "{:.0f}"),
-    ("completion tokens per LM answer", "completion_tokens_per_answer", "{:.0f}"),
-)
-# Figures of the LM's answers: "–" for a program that made no LM call (extractive), not a misleading 0.
-LM_ONLY = {"parse_failure_rate", "answer_latency_p50_ms", "answer_latency_p95_ms", "prompt_tokens_per_answer",
-           "cached_tokens_per_answer", "completion_tokens_per_answer"}
-
-
 def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from programs.evaluate.figures import TERMINAL
 
     first = next(iter(reports.values()))
     overall = Table(title=f"{run_settings['collection']} — {run_settings['split']} split, n={first['n']} "
@@ -251,10 +221,9 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
     overall.add_column("metric")
     for name in reports:
         overall.add_column(name, justify="right")
-    for label, key, fmt in ROWS:
-        if key in first:
-            overall.add_row(label, *("–" if key in LM_ONLY and not r["lm_calls"] else fmt.format(r[key])
-                                     for r in reports.values()))
+    for figure in TERMINAL:
+        if figure.name in first:
+            overall.add_row(figure.label, *(figure_cell(figure, report) for report in reports.values()))
     per_category = Table(title="Per category: share passed (answered with every key fact, or refused) · token F1 "
                                "· median words")
     per_category.add_column("category")
@@ -267,6 +236,12 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
     console = Console()
     console.print(overall)
     console.print(per_category)
+
+
+def figure_cell(figure, report: dict) -> str:
+    """The figure as the table writes it; "–" for a figure of the LM's answers when the program made no LM call
+    (extractive), not a misleading 0."""
+    return "–" if figure.lm_only and not report["lm_calls"] else figure.format.format(report[figure.name])
 
 
 def category_cell(row: dict) -> str:

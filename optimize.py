@@ -149,12 +149,6 @@ def _version(package: str) -> str:
         return "unknown"
 
 
-# The candidate table's columns: the figures the choice is read on (the manifest holds every SCORE_KEYS figure).
-CANDIDATE_COLUMNS = {"n": "n", "combined": "combined", "token_f1": "token\nF1",
-                     "answer_accuracy": "answer\nacc.", "refusal_recall": "refusal\nrecall",
-                     "false_refusal_rate": "false\nrefusals"}
-
-
 def _print_selection(manifest: dict) -> None:
     """A row per candidate (dev figures, simplest first), what was kept and why, and the refusal gate."""
     from rich import box
@@ -162,16 +156,17 @@ def _print_selection(manifest: dict) -> None:
     from rich.table import Table
 
     from programs.compile.compiler import verdict
+    from programs.evaluate.figures import CANDIDATE_COLUMNS
 
     selection = manifest["selection"]
     table = Table(title="Candidates on dev, simplest first (n: questions scored)",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)  # fits 80 columns
     table.add_column("candidate", no_wrap=True)
-    for title in CANDIDATE_COLUMNS.values():
-        table.add_column(title, justify="right")
+    for figure in CANDIDATE_COLUMNS:  # the figures the choice is read on (the manifest holds every score)
+        table.add_column(figure.column, justify="right")
     table.add_column("", no_wrap=True)
     for candidate in selection["candidates"]:
-        table.add_row(candidate["name"], *(_figure(candidate[key]) for key in CANDIDATE_COLUMNS),
+        table.add_row(candidate["name"], *(_figure(candidate[f.name]) for f in CANDIDATE_COLUMNS),
                       candidate["status"])
     Console().print(table)
     print(verdict(selection))

@@ -11,6 +11,7 @@ from bookrag.errors import BookragError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate import metrics
+from programs.evaluate.figures import BREAKDOWNS, FIGURES
 from programs.evaluate.question_row import QuestionRow
 from programs.rag.response import ResponseMode, token_usage
 from programs.refusal.reasons import REFUSED_AFTER_LM
@@ -168,7 +169,8 @@ def question_row(program, question: Question, judge=None) -> QuestionRow:
 
 
 def aggregate(rows: list[QuestionRow]) -> dict:
-    """The report's figures over per-question rows (see README for each definition)."""
+    """The report's figures over per-question rows (see README for each definition), in the order of the figures
+    table (figures.py), which names every one."""
     answerable = [r for r in rows if r.answerable]
     must_refuse = [r for r in rows if not r.answerable]
     answered = [r for r in answerable if r.answered]
@@ -177,7 +179,7 @@ def aggregate(rows: list[QuestionRow]) -> dict:
     for r in rows:
         by_category[r.category].append(r)
     lm_answered = [r for r in rows if r.lm_answered]
-    report = {
+    figures = {
         "n": len(rows),
         "n_answerable": len(answerable),
         "n_must_refuse": len(must_refuse),
@@ -217,8 +219,8 @@ def aggregate(rows: list[QuestionRow]) -> dict:
         },
     }
     if any(r.semantic_f1 is not None for r in rows):
-        report["semantic_f1"] = mean(r.semantic_f1 or 0.0 for r in answerable)
-    return report
+        figures["semantic_f1"] = mean(r.semantic_f1 or 0.0 for r in answerable)
+    return {name: figures[name] for name in (*(f.name for f in FIGURES), *BREAKDOWNS) if name in figures}
 
 
 def share(flags) -> float:
