@@ -26,6 +26,22 @@ ZERO_SHOT, BASELINE = "zero-shot", "baseline"
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_arguments(parser, args)
+    specs = [] if args.retrieval_only else program_specs(args)
+    check_programs(parser, args, specs)
+    setup_logging(args.verbose)
+    settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
+    if args.semantic_f1 and settings.lm == "local":
+        parser.error("--semantic-f1 needs a hosted LM judge (--lm openai/gpt-4o-mini or BOOKRAG_LM); "
+                     "a small local model is not a trustworthy judge")
+    if args.retrieval_only:
+        return evaluate_retrieval(args, settings)
+    return evaluate_programs(args, settings, specs)
+
+
+def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         description="Evaluate bookrag on a labeled question set.",
         epilog="Programs: an artifact folder, `zero-shot` (uncompiled) or `baseline` (dense-only top-5, fixed 0.70 "
@@ -56,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="--retrieval-only: search mode (default hybrid)")
     parser.add_argument("--mmr", action="store_true", help="--retrieval-only: diversify passages with MMR")
     parser.add_program_arguments(json_help="print one JSON object on stdout and nothing else")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def check_arguments(parser: ArgumentParser, args) -> None:
+    """Bounds and combinations of the flags: a bad one exits 4 before any work."""
     if args.k is not None and args.k < 1:
         parser.error("--k must be at least 1")
     if args.threads < 1:
@@ -65,9 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--k, --mode and --mmr apply to --retrieval-only; a program uses its own retrieval settings")
     if args.min_accuracy is not None and not 0.0 <= args.min_accuracy <= 1.0:
         parser.error(f"--min-accuracy is a combined score from 0 to 1, got {args.min_accuracy}")
+
+
+def check_programs(parser: ArgumentParser, args, specs: list[str]) -> None:
+    """Every artifact folder named exists (after repairing a killed optimize's rename); --compare's two differ."""
     from programs.compile.artifact import restore_previous
 
-    specs = [] if args.retrieval_only else program_specs(args)
     for spec in specs:
         if spec in (ZERO_SHOT, BASELINE):
             continue
@@ -76,14 +99,6 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"program {spec} is not an artifact folder (nor zero-shot or baseline)")
     if args.compare and args.compare[0] == args.compare[1]:
         parser.error("--compare needs two different programs")
-    setup_logging(args.verbose)
-    settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
-    if args.semantic_f1 and settings.lm == "local":
-        parser.error("--semantic-f1 needs a hosted LM judge (--lm openai/gpt-4o-mini or BOOKRAG_LM); "
-                     "a small local model is not a trustworthy judge")
-    if args.retrieval_only:
-        return evaluate_retrieval(args, settings)
-    return evaluate_programs(args, settings, specs)
 
 
 def program_specs(args) -> list[str]:
@@ -99,23 +114,49 @@ def program_specs(args) -> list[str]:
 
 
 def evaluate_programs(args, settings, specs: list[str]) -> int:
-    from bookrag.errors import DatasetError
+    """Each program over the split's questions; the report files, the figures shown, and the --min-accuracy gate."""
     from bookrag.output_folder import OutputFolder
-    from bookrag.questions import load_questions
-    from programs.compile.artifact import check_artifact, default_artifact, read_manifest
-    from programs.evaluate.program_runs import ProgramRuns, signals_stop_the_run
+    from programs.compile.artifact import default_artifact
     from programs.evaluate.report_files import REPORT_OUTPUT
-    from retrievers import BookIndex
 
     split = args.split or "test"
     out_dir = args.out or PROJECT_ROOT / "reports" / f"{book_name(settings.book_dir)}-{split}"
     OutputFolder(out_dir, REPORT_OUTPUT).claim(settings)  # a folder we may not write fails now, not after the run
-    questions = load_questions(args.questions, split=split)  # a bad file fails before the index is touched
+    questions = chosen_questions(args, split)  # a bad file fails before the index is touched
+    specs = specs or [str(default_artifact(settings, settings.book_dir) or ZERO_SHOT)]
+    run, stopped = answer_questions(args, settings, specs, questions, out_dir)
+    if stopped:
+        return stopped
+    files = run.write()
+    if args.json:
+        summaries = {name: summary(name, report) for name, report in run.reports.items()}
+        document = summaries[specs[0]] if len(specs) == 1 else {"programs": summaries}
+        print(json.dumps({**document, "report_dir": str(out_dir)}))
+    else:
+        print_programs(run.reports, run.run_settings)
+        print(f"Wrote {', '.join(f.name for f in files)} to {out_dir}")
+    return below_gate(args.min_accuracy, specs[-1], run.reports[specs[-1]])  # with --compare, B (the candidate)
+
+
+def chosen_questions(args, split: str) -> list:
+    """The split's questions of the question file; none is a question file error."""
+    from bookrag.errors import DatasetError
+    from bookrag.questions import load_questions
+
+    questions = load_questions(args.questions, split=split)
     if not questions:
         raise DatasetError(f"{args.questions} has no {split} questions")
-    specs = specs or [str(default_artifact(settings, settings.book_dir) or ZERO_SHOT)]
+    return questions
+
+
+def answer_questions(args, settings, specs: list[str], questions: list, out_dir: Path):
+    """The ProgramRuns of every program over the questions on one BookIndex (one embedding model and one store for
+    all of them), and the exit code of a stop signal (None when every program finished)."""
+    from programs.compile.artifact import check_artifact, read_manifest
+    from programs.evaluate.program_runs import ProgramRuns, signals_stop_the_run
+    from retrievers import BookIndex
+
     progress = False if args.json else None
-    # One BookIndex for every program: one embedding model and one store for all of them.
     with BookIndex(settings) as index:
         for spec in specs:  # a mismatched artifact is refused before the ingest can embed anything
             if spec not in (ZERO_SHOT, BASELINE):
@@ -125,31 +166,26 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
         index.retriever.search(questions[0].question, k=1)  # load the embedding model before anything is timed
         judge = next(iter(programs.values())).lm if args.semantic_f1 else None
         threads = answer_threads(args.threads, settings)
-        run_settings = {
-            "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
-            "questions": str(args.questions), "split": split, "programs": list(programs), "lm": settings.lm,
-            "expand": query_expansion(programs), "threads": threads,
-            "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
-            "min_accuracy": args.min_accuracy, "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
-        run = ProgramRuns(programs, questions, out_dir, run_settings)
+        run = ProgramRuns(programs, questions, out_dir, run_settings(args, settings, index, programs, threads))
         with signals_stop_the_run():
-            stopped = run.answer(progress=progress, judge=judge, threads=threads)
-    if stopped:
-        return stopped
-    reports = run.reports
-    files = run.write()
-    if args.json:
-        summaries = {name: summary(name, report) for name, report in reports.items()}
-        document = summaries[specs[0]] if len(specs) == 1 else {"programs": summaries}
-        print(json.dumps({**document, "report_dir": str(out_dir)}))
-    else:
-        print_programs(reports, run_settings)
-        print(f"Wrote {', '.join(f.name for f in files)} to {out_dir}")
-    gated = specs[-1]  # the evaluated program; with --compare, B (the candidate)
-    if args.min_accuracy is not None and reports[gated]["combined"] < args.min_accuracy:
-        print(f"{gated}: combined {reports[gated]['combined']:.3f} is below --min-accuracy {args.min_accuracy}",
-              file=sys.stderr)
+            return run, run.answer(progress=progress, judge=judge, threads=threads)
+
+
+def run_settings(args, settings, index, programs: dict, threads: int) -> dict:
+    """What the run was: report.json's `settings`."""
+    return {
+        "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
+        "questions": str(args.questions), "split": args.split or "test", "programs": list(programs),
+        "lm": settings.lm, "expand": query_expansion(programs), "threads": threads,
+        "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
+        "min_accuracy": args.min_accuracy, "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def below_gate(min_accuracy: float | None, name: str, report: dict) -> int:
+    """EXIT_BELOW_GATE, said on stderr, when the program's combined score is below --min-accuracy; else EXIT_OK."""
+    if min_accuracy is not None and report["combined"] < min_accuracy:
+        print(f"{name}: combined {report['combined']:.3f} is below --min-accuracy {min_accuracy}", file=sys.stderr)
         return EXIT_BELOW_GATE
     return EXIT_OK
 
