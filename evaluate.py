@@ -1,11 +1,13 @@
 """Accuracy reports for bookrag: a program (compiled, zero-shot or the seed-style baseline) over labeled questions.
 
     python evaluate.py [--program artifacts/<name> | --zero-shot | --baseline | --compare A B]
-                       [--questions FILE] [--book DIR] [--split test] [--min-accuracy 0.8] [--json] [--out DIR]
-                       [--lm MODEL] [--threads N] [--semantic-f1]
+                       [--questions FILE] [--book DIR] [--split test] [--style NAME[,NAME]] [--min-accuracy 0.8]
+                       [--json] [--out DIR] [--lm MODEL] [--threads N] [--semantic-f1]
     python evaluate.py --retrieval-only [--book DIR] [--questions FILE] [--k 5] [--mode hybrid] [--mmr] [--json]
 
-Writes report.json, predictions.csv and PNG plots to --out (default reports/<book>-<split>/).
+Writes report.json, predictions.csv and PNG plots to --out (default reports/<book>-<split>/). The report has figures
+per category and, for a question file with a style column, per style (must-refuse rows, which have no style, as the
+style `must-refuse`; answerable rows without one in none); --style evaluates only the questions of those styles.
 --out must be new, empty or a report folder of ours; that is checked before any work. A program that fails after
 another finished, or SIGINT/SIGTERM, still writes what finished (report.json: "partial" says why and how much).
 Exit codes: 0 ok, 2 configuration or artifact error, 3 store/embedding/LM error, 4 bad arguments, question file or
@@ -16,11 +18,13 @@ from __future__ import annotations
 
 import json
 import sys
+from argparse import ArgumentTypeError
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bookrag.cli import EXIT_BELOW_GATE, EXIT_OK, ArgumentParser, load_settings, run, setup_logging
 from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+from programs.evaluate.styles import STYLE_CHOICES
 
 ZERO_SHOT, BASELINE = "zero-shot", "baseline"
 
@@ -58,6 +62,9 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--questions", type=Path, default=BUNDLED_QUESTIONS, help="CSV or JSONL question file")
     parser.add_argument("--split", choices=("train", "dev", "test", "all"),
                         help="questions to use (default: test; all with --retrieval-only)")
+    parser.add_argument("--style", type=style_names, metavar="NAME[,NAME]",
+                        help="only questions of these styles (the question file's style column): "
+                             f"{', '.join(STYLE_CHOICES)}; must-refuse: the questions to refuse, which have no style")
     parser.add_argument("--min-accuracy", type=float, metavar="X",
                         help="exit 5 when the combined score (0..1) of the evaluated program, with --compare of B, "
                              "is below X")
@@ -73,6 +80,16 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--mmr", action="store_true", help="--retrieval-only: diversify passages with MMR")
     parser.add_program_arguments(json_help="print one JSON object on stdout and nothing else")
     return parser
+
+
+def style_names(text: str) -> tuple[str, ...]:
+    """--style's value: the style names it lists, each a known one."""
+    from programs.evaluate.styles import parse_styles
+
+    try:
+        return parse_styles(text)
+    except ValueError as exc:
+        raise ArgumentTypeError(str(exc)) from None
 
 
 def check_arguments(parser: ArgumentParser, args) -> None:
@@ -139,13 +156,18 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
 
 
 def chosen_questions(args, split: str) -> list:
-    """The split's questions of the question file; none is a question file error."""
+    """The split's questions of the question file, of the --style styles if given; none is a question file
+    error."""
     from bookrag.errors import DatasetError
     from bookrag.questions import load_questions
+    from programs.evaluate.styles import of_styles
 
     questions = load_questions(args.questions, split=split)
     if not questions:
         raise DatasetError(f"{args.questions} has no {split} questions")
+    if args.style and not (questions := of_styles(questions, args.style)):
+        raise DatasetError(f"{args.questions} has no {split} questions of style {', '.join(args.style)} (its "
+                           "style column names each question's style; must-refuse: the rows to refuse)")
     return questions
 
 
@@ -175,7 +197,8 @@ def run_settings(args, settings, index, programs: dict, threads: int) -> dict:
     """What the run was: report.json's `settings`."""
     return {
         "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
-        "questions": str(args.questions), "split": args.split or "test", "programs": list(programs),
+        "questions": str(args.questions), "split": args.split or "test", "styles": args.style and list(args.style),
+        "programs": list(programs),
         "lm": settings.lm, "expand": query_expansion(programs), "threads": threads,
         "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
         "min_accuracy": args.min_accuracy, "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -229,10 +252,12 @@ def summary(name: str, report: dict) -> dict:
 def evaluate_retrieval(args, settings) -> int:
     from bookrag.questions import load_questions
     from programs.evaluate.reports import retrieval_report
+    from programs.evaluate.styles import of_styles
     from retrievers import BookIndex
 
     k, mode = args.k or 5, args.mode or "hybrid"
     questions = load_questions(args.questions, split=args.split or "all")
+    questions = of_styles(questions, args.style) if args.style else questions
     with BookIndex(settings) as index:
         index.ingest(progress=not args.json and None)  # incremental: a no-op when the book is unchanged
         report = retrieval_report(index.retriever, questions, k=k, mode=mode, mmr=args.mmr,
@@ -272,6 +297,31 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
     console = Console()
     console.print(overall)
     console.print(per_category)
+    if first["per_style"]:  # a question file with a style column
+        console.print(per_style_table(reports))
+
+
+def per_style_table(reports: dict[str, dict]):
+    """n, and per program the share passed, wrongly refused and wrong or partial, for each style."""
+    from rich.table import Table
+
+    first = next(iter(reports.values()))
+    table = Table(title="Per style: share passed · answerable wrongly refused · answerable wrong or partial")
+    table.add_column("style")
+    table.add_column("n", justify="right")
+    for name in reports:
+        table.add_column(name, justify="right")
+    for style, row in first["per_style"].items():
+        table.add_row(style, str(row["n"]), *(style_cell(r["per_style"][style]) for r in reports.values()))
+    return table
+
+
+def style_cell(row: dict) -> str:
+    """`passed · wrongly refused · wrong or partial` for a style with answerable questions, `passed` alone for
+    must-refuse."""
+    if not row["answerable"]:
+        return f"{row['accuracy']:.2f}"
+    return f"{row['accuracy']:.2f} · {row['wrongly_refused']:.2f} · {row['wrong_or_partial']:.2f}"
 
 
 def figure_cell(figure, report: dict) -> str:

@@ -54,7 +54,7 @@ FIGURES = (
     Figure("tokens_per_question"),
 )
 # The report's blocks of figures per group of questions ({group: figures}), in --json beside the figures.
-BREAKDOWNS = ("per_category",)
+BREAKDOWNS = ("per_category", "per_style")
 
 SUMMARY = tuple(f.name for f in FIGURES if f.summary) + BREAKDOWNS
 TERMINAL = tuple(f for f in FIGURES if f.label is not None)

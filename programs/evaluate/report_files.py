@@ -16,7 +16,7 @@ from programs.evaluate.figures import QUESTION_FIGURES
 REPORT_FILE = "report.json"
 REPORT_OUTPUT = OutputKind("evaluation report", REPORT_FILE, ("settings", "programs"))
 # Who and what was asked and what the program did, then the per-question figures, then the error if it failed.
-PREDICTION_COLUMNS = ("program", "id", "category", "question", "answerable", "refused", "refusal_reason", "mode",
+PREDICTION_COLUMNS = ("program", "id", "category", "style", "question", "answerable", "refused", "refusal_reason", "mode",
                       "answer", "cited_sources", "gold_sources", "gate_probability", "gate_threshold", "top_dense",
                       *QUESTION_FIGURES, "error")
 
