@@ -1,11 +1,13 @@
 """Accuracy reports for bookrag: a program (compiled, zero-shot or the seed-style baseline) over labeled questions.
 
     python evaluate.py [--program artifacts/<name> | --zero-shot | --baseline | --compare A B]
-                       [--questions FILE] [--book DIR] [--split test] [--min-accuracy 0.8] [--json] [--out DIR]
-                       [--lm MODEL] [--threads N] [--semantic-f1]
+                       [--questions FILE] [--book DIR] [--split test] [--style NAME[,NAME]] [--min-accuracy 0.8]
+                       [--json] [--out DIR] [--lm MODEL] [--threads N] [--semantic-f1]
     python evaluate.py --retrieval-only [--book DIR] [--questions FILE] [--k 5] [--mode hybrid] [--mmr] [--json]
 
-Writes report.json, predictions.csv and PNG plots to --out (default reports/<book>-<split>/).
+Writes report.json, predictions.csv and PNG plots to --out (default reports/<book>-<split>/). The report has figures
+per category and, for a question file with a style column, per style (must-refuse rows, which have no style, as the
+style `must-refuse`; answerable rows without one in none); --style evaluates only the questions of those styles.
 --out must be new, empty or a report folder of ours; that is checked before any work. A program that fails after
 another finished, or SIGINT/SIGTERM, still writes what finished (report.json: "partial" says why and how much).
 Exit codes: 0 ok, 2 configuration or artifact error, 3 store/embedding/LM error, 4 bad arguments, question file or
@@ -16,23 +18,34 @@ from __future__ import annotations
 
 import json
 import sys
+from argparse import ArgumentTypeError
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bookrag.cli import EXIT_BELOW_GATE, EXIT_OK, ArgumentParser, load_settings, run, setup_logging
 from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+from programs.evaluate.styles import STYLE_CHOICES
 
 ZERO_SHOT, BASELINE = "zero-shot", "baseline"
-SUMMARY_KEYS = ("n", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity",
-                "gold_citation_rate", "recall_at_k", "latency_p50_ms", "latency_p95_ms", "combined",
-                "key_facts_in_answers", "citation_precision", "citation_recall", "tokens_per_question",
-                "n_answerable", "n_must_refuse", "semantic_f1", "token_f1", "answer_words_p50", "lm_calls",
-                "parse_failure_rate", "errors", "answer_latency_p50_ms", "answer_latency_p95_ms",
-                "prompt_tokens_per_answer", "cached_tokens_per_answer", "completion_tokens_per_answer",
-                "per_category")
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_arguments(parser, args)
+    specs = [] if args.retrieval_only else program_specs(args)
+    check_programs(parser, args, specs)
+    setup_logging(args.verbose)
+    settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
+    if args.semantic_f1 and settings.lm == "local":
+        parser.error("--semantic-f1 needs a hosted LM judge (--lm openai/gpt-4o-mini or BOOKRAG_LM); "
+                     "a small local model is not a trustworthy judge")
+    if args.retrieval_only:
+        return evaluate_retrieval(args, settings)
+    return evaluate_programs(args, settings, specs)
+
+
+def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         description="Evaluate bookrag on a labeled question set.",
         epilog="Programs: an artifact folder, `zero-shot` (uncompiled) or `baseline` (dense-only top-5, fixed 0.70 "
@@ -49,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=Path, default=BUNDLED_QUESTIONS, help="CSV or JSONL question file")
     parser.add_argument("--split", choices=("train", "dev", "test", "all"),
                         help="questions to use (default: test; all with --retrieval-only)")
+    parser.add_argument("--style", type=style_names, metavar="NAME[,NAME]",
+                        help="only questions of these styles (the question file's style column): "
+                             f"{', '.join(STYLE_CHOICES)}; must-refuse: the questions to refuse, which have no style")
     parser.add_argument("--min-accuracy", type=float, metavar="X",
                         help="exit 5 when the combined score (0..1) of the evaluated program, with --compare of B, "
                              "is below X")
@@ -63,7 +79,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="--retrieval-only: search mode (default hybrid)")
     parser.add_argument("--mmr", action="store_true", help="--retrieval-only: diversify passages with MMR")
     parser.add_program_arguments(json_help="print one JSON object on stdout and nothing else")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def style_names(text: str) -> tuple[str, ...]:
+    """--style's value: the style names it lists, each a known one."""
+    from programs.evaluate.styles import parse_styles
+
+    try:
+        return parse_styles(text)
+    except ValueError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
+def check_arguments(parser: ArgumentParser, args) -> None:
+    """Bounds and combinations of the flags: a bad one exits 4 before any work."""
     if args.k is not None and args.k < 1:
         parser.error("--k must be at least 1")
     if args.threads < 1:
@@ -72,9 +102,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--k, --mode and --mmr apply to --retrieval-only; a program uses its own retrieval settings")
     if args.min_accuracy is not None and not 0.0 <= args.min_accuracy <= 1.0:
         parser.error(f"--min-accuracy is a combined score from 0 to 1, got {args.min_accuracy}")
+
+
+def check_programs(parser: ArgumentParser, args, specs: list[str]) -> None:
+    """Every artifact folder named exists (after repairing a killed optimize's rename); --compare's two differ."""
     from programs.compile.artifact import restore_previous
 
-    specs = [] if args.retrieval_only else program_specs(args)
     for spec in specs:
         if spec in (ZERO_SHOT, BASELINE):
             continue
@@ -83,14 +116,6 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"program {spec} is not an artifact folder (nor zero-shot or baseline)")
     if args.compare and args.compare[0] == args.compare[1]:
         parser.error("--compare needs two different programs")
-    setup_logging(args.verbose)
-    settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
-    if args.semantic_f1 and settings.lm == "local":
-        parser.error("--semantic-f1 needs a hosted LM judge (--lm openai/gpt-4o-mini or BOOKRAG_LM); "
-                     "a small local model is not a trustworthy judge")
-    if args.retrieval_only:
-        return evaluate_retrieval(args, settings)
-    return evaluate_programs(args, settings, specs)
 
 
 def program_specs(args) -> list[str]:
@@ -106,23 +131,54 @@ def program_specs(args) -> list[str]:
 
 
 def evaluate_programs(args, settings, specs: list[str]) -> int:
-    from bookrag.errors import DatasetError
+    """Each program over the split's questions; the report files, the figures shown, and the --min-accuracy gate."""
     from bookrag.output_folder import OutputFolder
-    from bookrag.questions import load_questions
-    from programs.compile.artifact import check_artifact, default_artifact, read_manifest
-    from programs.evaluate.program_runs import ProgramRuns, signals_stop_the_run
+    from programs.compile.artifact import default_artifact
     from programs.evaluate.report_files import REPORT_OUTPUT
-    from retrievers import BookIndex
 
     split = args.split or "test"
     out_dir = args.out or PROJECT_ROOT / "reports" / f"{book_name(settings.book_dir)}-{split}"
     OutputFolder(out_dir, REPORT_OUTPUT).claim(settings)  # a folder we may not write fails now, not after the run
-    questions = load_questions(args.questions, split=split)  # a bad file fails before the index is touched
+    questions = chosen_questions(args, split)  # a bad file fails before the index is touched
+    specs = specs or [str(default_artifact(settings, settings.book_dir) or ZERO_SHOT)]
+    run, stopped = answer_questions(args, settings, specs, questions, out_dir)
+    if stopped:
+        return stopped
+    files = run.write()
+    if args.json:
+        summaries = {name: summary(name, report) for name, report in run.reports.items()}
+        document = summaries[specs[0]] if len(specs) == 1 else {"programs": summaries}
+        print(json.dumps({**document, "report_dir": str(out_dir)}))
+    else:
+        print_programs(run.reports, run.run_settings)
+        print(f"Wrote {', '.join(f.name for f in files)} to {out_dir}")
+    return below_gate(args.min_accuracy, specs[-1], run.reports[specs[-1]])  # with --compare, B (the candidate)
+
+
+def chosen_questions(args, split: str) -> list:
+    """The split's questions of the question file, of the --style styles if given; none is a question file
+    error."""
+    from bookrag.errors import DatasetError
+    from bookrag.questions import load_questions
+    from programs.evaluate.styles import of_styles
+
+    questions = load_questions(args.questions, split=split)
     if not questions:
         raise DatasetError(f"{args.questions} has no {split} questions")
-    specs = specs or [str(default_artifact(settings, settings.book_dir) or ZERO_SHOT)]
+    if args.style and not (questions := of_styles(questions, args.style)):
+        raise DatasetError(f"{args.questions} has no {split} questions of style {', '.join(args.style)} (its "
+                           "style column names each question's style; must-refuse: the rows to refuse)")
+    return questions
+
+
+def answer_questions(args, settings, specs: list[str], questions: list, out_dir: Path):
+    """The ProgramRuns of every program over the questions on one BookIndex (one embedding model and one store for
+    all of them), and the exit code of a stop signal (None when every program finished)."""
+    from programs.compile.artifact import check_artifact, read_manifest
+    from programs.evaluate.program_runs import ProgramRuns, signals_stop_the_run
+    from retrievers import BookIndex
+
     progress = False if args.json else None
-    # One BookIndex for every program: one embedding model and one store for all of them.
     with BookIndex(settings) as index:
         for spec in specs:  # a mismatched artifact is refused before the ingest can embed anything
             if spec not in (ZERO_SHOT, BASELINE):
@@ -132,31 +188,27 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
         index.retriever.search(questions[0].question, k=1)  # load the embedding model before anything is timed
         judge = next(iter(programs.values())).lm if args.semantic_f1 else None
         threads = answer_threads(args.threads, settings)
-        run_settings = {
-            "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
-            "questions": str(args.questions), "split": split, "programs": list(programs), "lm": settings.lm,
-            "expand": query_expansion(programs), "threads": threads,
-            "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
-            "min_accuracy": args.min_accuracy, "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
-        run = ProgramRuns(programs, questions, out_dir, run_settings)
+        run = ProgramRuns(programs, questions, out_dir, run_settings(args, settings, index, programs, threads))
         with signals_stop_the_run():
-            stopped = run.answer(progress=progress, judge=judge, threads=threads)
-    if stopped:
-        return stopped
-    reports = run.reports
-    files = run.write()
-    if args.json:
-        summaries = {name: summary(name, report) for name, report in reports.items()}
-        document = summaries[specs[0]] if len(specs) == 1 else {"programs": summaries}
-        print(json.dumps({**document, "report_dir": str(out_dir)}))
-    else:
-        print_programs(reports, run_settings)
-        print(f"Wrote {', '.join(f.name for f in files)} to {out_dir}")
-    gated = specs[-1]  # the evaluated program; with --compare, B (the candidate)
-    if args.min_accuracy is not None and reports[gated]["combined"] < args.min_accuracy:
-        print(f"{gated}: combined {reports[gated]['combined']:.3f} is below --min-accuracy {args.min_accuracy}",
-              file=sys.stderr)
+            return run, run.answer(progress=progress, judge=judge, threads=threads)
+
+
+def run_settings(args, settings, index, programs: dict, threads: int) -> dict:
+    """What the run was: report.json's `settings`."""
+    return {
+        "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
+        "questions": str(args.questions), "split": args.split or "test", "styles": args.style and list(args.style),
+        "programs": list(programs),
+        "lm": settings.lm, "expand": query_expansion(programs), "threads": threads,
+        "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
+        "min_accuracy": args.min_accuracy, "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def below_gate(min_accuracy: float | None, name: str, report: dict) -> int:
+    """EXIT_BELOW_GATE, said on stderr, when the program's combined score is below --min-accuracy; else EXIT_OK."""
+    if min_accuracy is not None and report["combined"] < min_accuracy:
+        print(f"{name}: combined {report['combined']:.3f} is below --min-accuracy {min_accuracy}", file=sys.stderr)
         return EXIT_BELOW_GATE
     return EXIT_OK
 
@@ -192,16 +244,20 @@ def query_expansion(programs: dict) -> str | dict[str, str]:
 
 def summary(name: str, report: dict) -> dict:
     """The --json figures of one program (no per-question rows)."""
-    return {"program": name, **{key: report[key] for key in SUMMARY_KEYS if key in report}}
+    from programs.evaluate.figures import SUMMARY
+
+    return {"program": name, **{key: report[key] for key in SUMMARY if key in report}}
 
 
 def evaluate_retrieval(args, settings) -> int:
     from bookrag.questions import load_questions
     from programs.evaluate.reports import retrieval_report
+    from programs.evaluate.styles import of_styles
     from retrievers import BookIndex
 
     k, mode = args.k or 5, args.mode or "hybrid"
     questions = load_questions(args.questions, split=args.split or "all")
+    questions = of_styles(questions, args.style) if args.style else questions
     with BookIndex(settings) as index:
         index.ingest(progress=not args.json and None)  # incremental: a no-op when the book is unchanged
         report = retrieval_report(index.retriever, questions, k=k, mode=mode, mmr=args.mmr,
@@ -214,36 +270,11 @@ def evaluate_retrieval(args, settings) -> int:
     return EXIT_OK
 
 
-ROWS = (  # (label, report key, format)
-    ("combined score", "combined", "{:.3f}"),
-    ("answer accuracy (answerable)", "answer_accuracy", "{:.3f}"),
-    ("refusal recall (must refuse)", "refusal_recall", "{:.3f}"),
-    ("false refusal rate", "false_refusal_rate", "{:.3f}"),
-    ("citation validity", "citation_validity", "{:.3f}"),
-    ("gold citation rate", "gold_citation_rate", "{:.3f}"),
-    ("retrieval recall@k", "recall_at_k", "{:.3f}"),
-    ("token F1 vs reference (answerable)", "token_f1", "{:.3f}"),
-    ("words per answer (median)", "answer_words_p50", "{:.0f}"),
-    ("semantic F1", "semantic_f1", "{:.3f}"),
-    ("LM answer calls", "lm_calls", "{:.0f}"),
-    ("replies that failed to parse", "parse_failure_rate", "{:.3f}"),
-    ("errors (questions that failed)", "errors", "{:.0f}"),
-    ("latency p50 / ms", "latency_p50_ms", "{:.1f}"),
-    ("latency p95 / ms", "latency_p95_ms", "{:.1f}"),
-    ("LM-answered latency p50 / ms", "answer_latency_p50_ms", "{:.1f}"),
-    ("LM-answered latency p95 / ms", "answer_latency_p95_ms", "{:.1f}"),
-    ("prompt tokens per LM answer", "prompt_tokens_per_answer", "{:.0f}"),
-    ("  of them from the prompt cache", "cached_tokens_per_answer", "{:.0f}"),
-    ("completion tokens per LM answer", "completion_tokens_per_answer", "{:.0f}"),
-)
-# Figures of the LM's answers: "–" for a program that made no LM call (extractive), not a misleading 0.
-LM_ONLY = {"parse_failure_rate", "answer_latency_p50_ms", "answer_latency_p95_ms", "prompt_tokens_per_answer",
-           "cached_tokens_per_answer", "completion_tokens_per_answer"}
-
-
 def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from programs.evaluate.figures import TERMINAL
 
     first = next(iter(reports.values()))
     overall = Table(title=f"{run_settings['collection']} — {run_settings['split']} split, n={first['n']} "
@@ -251,10 +282,9 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
     overall.add_column("metric")
     for name in reports:
         overall.add_column(name, justify="right")
-    for label, key, fmt in ROWS:
-        if key in first:
-            overall.add_row(label, *("–" if key in LM_ONLY and not r["lm_calls"] else fmt.format(r[key])
-                                     for r in reports.values()))
+    for figure in TERMINAL:
+        if figure.name in first:
+            overall.add_row(figure.label, *(figure_cell(figure, report) for report in reports.values()))
     per_category = Table(title="Per category: share passed (answered with every key fact, or refused) · token F1 "
                                "· median words")
     per_category.add_column("category")
@@ -267,6 +297,37 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
     console = Console()
     console.print(overall)
     console.print(per_category)
+    if first["per_style"]:  # a question file with a style column
+        console.print(per_style_table(reports))
+
+
+def per_style_table(reports: dict[str, dict]):
+    """n, and per program the share passed, wrongly refused and wrong or partial, for each style."""
+    from rich.table import Table
+
+    first = next(iter(reports.values()))
+    table = Table(title="Per style: share passed · answerable wrongly refused · answerable wrong or partial")
+    table.add_column("style")
+    table.add_column("n", justify="right")
+    for name in reports:
+        table.add_column(name, justify="right")
+    for style, row in first["per_style"].items():
+        table.add_row(style, str(row["n"]), *(style_cell(r["per_style"][style]) for r in reports.values()))
+    return table
+
+
+def style_cell(row: dict) -> str:
+    """`passed · wrongly refused · wrong or partial` for a style with answerable questions, `passed` alone for
+    must-refuse."""
+    if not row["answerable"]:
+        return f"{row['accuracy']:.2f}"
+    return f"{row['accuracy']:.2f} · {row['wrongly_refused']:.2f} · {row['wrong_or_partial']:.2f}"
+
+
+def figure_cell(figure, report: dict) -> str:
+    """The figure as the table writes it; "–" for a figure of the LM's answers when the program made no LM call
+    (extractive), not a misleading 0."""
+    return "–" if figure.lm_only and not report["lm_calls"] else figure.format.format(report[figure.name])
 
 
 def category_cell(row: dict) -> str:

@@ -16,21 +16,39 @@ it may not write.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
-from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, book_name
 from bookrag.errors import DatasetError
 
 
 def main(argv: list[str] | None = None) -> int:
     from bookrag.output_folder import OutputFolder
-    from programs.compile.artifact import ARTIFACT_OUTPUT, MAX_DEMOS, write_artifact
+    from programs.compile.artifact import ARTIFACT_OUTPUT, MAX_DEMOS
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not 0 <= args.max_demos <= MAX_DEMOS or args.threads < 1:
+        parser.error(f"--max-demos must be from 0 to {MAX_DEMOS} and --threads >= 1")
+    setup_logging(args.verbose)
+    settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
+    out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
+    OutputFolder(out, ARTIFACT_OUTPUT).claim(settings)  # a folder we may not replace fails now, not after the run
+    manifest = compile_artifact(args, settings, out, say=(lambda *_: None) if args.json else print)
+    if args.json:
+        print(json.dumps(manifest))
+    else:
+        _print_selection(manifest)
+        print(f"Wrote {out}/ (program.json, manifest.json) in {manifest['duration_s']} s")
+    return 0
+
+
+def build_parser() -> ArgumentParser:
+    from programs.compile.artifact import MAX_DEMOS
     from programs.compile.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
 
     parser = ArgumentParser(description="Compile the bookrag program against labeled questions.")
@@ -48,40 +66,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0,
                         help="random seed for the optimizers, the dev subset and the selection's bootstrap (default 0)")
     parser.add_program_arguments(json_help="print the manifest as JSON on stdout, nothing else")
-    args = parser.parse_args(argv)
-    if not 0 <= args.max_demos <= MAX_DEMOS or args.threads < 1:
-        parser.error(f"--max-demos must be from 0 to {MAX_DEMOS} and --threads >= 1")
-    setup_logging(args.verbose)
-    settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
-    out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
-    OutputFolder(out, ARTIFACT_OUTPUT).claim(settings)  # a folder we may not replace fails now, not after the run
-    questions_path = args.questions or _default_questions(settings.book_dir)
-    say = (lambda *_: None) if args.json else print
-    progress = False if args.json else None
+    return parser
 
-    from bookrag.questions import load_questions
+
+def compile_artifact(args, settings, out: Path, say) -> dict:
+    """Compile on the question set (written from the book when it has none), write the artifact to `out`, and
+    return its manifest."""
+    from programs.compile.artifact import build_manifest, dataset_record, write_artifact
     from programs.compile.candidates import candidates
     from programs.compile.compiler import compile_program
     from programs.compile.optimizers import OptimizerSettings
-    from programs.compile.synthetic_questions import synthetic_question_file, synthetic_questions_path
-    from programs.lm.language_model import lm_mode, make_lm
+    from programs.lm.language_model import make_lm
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
+    progress = False if args.json else None
     lm = make_lm(settings)
+    questions_path = args.questions or _default_questions(settings.book_dir)
     synthetic = questions_path is None
-    if synthetic:  # a book nobody labeled: questions written from the book itself, kept beside the artifact
-        with BookIndex(settings) as index:
-            index.ingest(progress=progress)
-            questions_path = synthetic_question_file(index, lm, synthetic_questions_path(out), progress, say)
-    questions = load_questions(questions_path)
-    train = [q for q in questions if q.split == "train"]
-    dev = [q for q in questions if q.split == "dev"]
-    if not train or not dev:
-        raise DatasetError(f"{questions_path} needs questions in both the train and dev splits")
-    if len({q.answerable for q in train}) < 2:  # the refusal gate is fitted on both kinds
-        raise DatasetError(f"{questions_path} needs answerable and must-refuse (answerable=false) questions in "
-                           "its train split to calibrate the refusal gate")
+    if synthetic:
+        questions_path = _synthetic_questions(settings, lm, out, progress, say)
+    train, dev = _train_and_dev(questions_path)
     random.seed(args.seed)
     optimizer = OptimizerSettings(args.optimizer, args.max_demos, args.threads, args.seed, args.teacher_lm)
     started = time.time()
@@ -94,65 +99,40 @@ def main(argv: list[str] | None = None) -> int:
             f"({'generated' if program.generates else 'extractive'} answers, LM {settings.lm}); dev: {len(dev)}; "
             f"candidates: {', '.join(c.name for c in candidates(optimizer))}")
         result = compile_program(program, train, dev, optimizer, teacher_lm=teacher, progress=progress, say=say)
-        manifest = {
-            "bookrag_version": _version("bookrag"),
-            "dspy_version": _version("dspy"),
-            "lm": settings.lm,
-            "teacher_lm": args.teacher_lm,
-            "local_model": lm.model.removeprefix("local/") if lm_mode(lm) == "local" else None,
-            "answer_mode": settings.answer_mode,
-            "embedder": index.embedder.name,
-            "embedder_model": index.embedder.model_id,
-            "collection": index.collection,
-            "book": _relative(index.book_dir),
-            "index_fingerprint": index.fingerprint(),
-            "search_mode": program.search_mode,
-            "expand": program.expand,
-            "top_k": program.k,
-            "refusal_gate": {k: v for k, v in result.gate.items() if k != "state"},
-            "dataset": {"path": _relative(questions_path), "sha256": _sha256(questions_path),
-                        "train": len(train), "dev": len(dev), "labels": "synthetic" if synthetic else "hand-labeled"},
-            "optimizer": optimizer.as_dict(),
-            "scores": result.scores,
-            "selection": result.selection,
-            "duration_s": round(time.time() - started, 1),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
+        dataset = dataset_record(questions_path, len(train), len(dev), synthetic)
+        manifest = build_manifest(settings, index, program, result, optimizer, dataset, started)
         write_artifact(result.program, out, manifest)
-    if args.json:
-        print(json.dumps(manifest))
-    else:
-        _print_selection(manifest)
-        print(f"Wrote {out}/ (program.json, manifest.json) in {manifest['duration_s']} s")
-    return 0
+    return manifest
+
+
+def _synthetic_questions(settings, lm, out: Path, progress: bool | None, say) -> Path:
+    """A book nobody labeled: questions written from the book itself, kept beside the artifact."""
+    from programs.compile.synthetic_questions import synthetic_question_file, synthetic_questions_path
+    from retrievers import BookIndex
+
+    with BookIndex(settings) as index:
+        index.ingest(progress=progress)
+        return synthetic_question_file(index, lm, synthetic_questions_path(out), progress, say)
+
+
+def _train_and_dev(questions_path: Path) -> tuple[list, list]:
+    """The train and dev questions; both are needed, and train needs both kinds to fit the refusal gate on."""
+    from bookrag.questions import load_questions
+
+    questions = load_questions(questions_path)
+    train = [q for q in questions if q.split == "train"]
+    dev = [q for q in questions if q.split == "dev"]
+    if not train or not dev:
+        raise DatasetError(f"{questions_path} needs questions in both the train and dev splits")
+    if len({q.answerable for q in train}) < 2:  # the refusal gate is fitted on both kinds
+        raise DatasetError(f"{questions_path} needs answerable and must-refuse (answerable=false) questions in "
+                           "its train split to calibrate the refusal gate")
+    return train, dev
 
 
 def _default_questions(book_dir: Path) -> Path | None:
     """The bundled set for the bundled book; None for any other book (a synthetic set is written from it)."""
     return BUNDLED_QUESTIONS if Path(book_dir).resolve() == BUNDLED_BOOK.resolve() else None
-
-
-def _relative(path: Path) -> str:
-    """A path inside the project is stored relative to it, so the artifact survives a moved checkout."""
-    path = Path(path).resolve()
-    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _version(package: str) -> str:
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "unknown"
-
-
-# The candidate table's columns: the figures the choice is read on (the manifest holds every SCORE_KEYS figure).
-CANDIDATE_COLUMNS = {"n": "n", "combined": "combined", "token_f1": "token\nF1",
-                     "answer_accuracy": "answer\nacc.", "refusal_recall": "refusal\nrecall",
-                     "false_refusal_rate": "false\nrefusals"}
 
 
 def _print_selection(manifest: dict) -> None:
@@ -162,16 +142,17 @@ def _print_selection(manifest: dict) -> None:
     from rich.table import Table
 
     from programs.compile.compiler import verdict
+    from programs.evaluate.figures import CANDIDATE_COLUMNS
 
     selection = manifest["selection"]
     table = Table(title="Candidates on dev, simplest first (n: questions scored)",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)  # fits 80 columns
     table.add_column("candidate", no_wrap=True)
-    for title in CANDIDATE_COLUMNS.values():
-        table.add_column(title, justify="right")
+    for figure in CANDIDATE_COLUMNS:  # the figures the choice is read on (the manifest holds every score)
+        table.add_column(figure.column, justify="right")
     table.add_column("", no_wrap=True)
     for candidate in selection["candidates"]:
-        table.add_row(candidate["name"], *(_figure(candidate[key]) for key in CANDIDATE_COLUMNS),
+        table.add_row(candidate["name"], *(_figure(candidate[f.name]) for f in CANDIDATE_COLUMNS),
                       candidate["status"])
     Console().print(table)
     print(verdict(selection))

@@ -262,7 +262,9 @@ def test_program_report_aggregates_the_per_question_metrics():
     assert report["recall_at_k"] == pytest.approx(2 / 3)
     assert report["per_category"]["factual"] == {"n": 3, "answerable": 3, "accuracy": pytest.approx(1 / 3),
                                                  "combined": pytest.approx(1.45 / 3), "token_f1": 0.5,
-                                                 "answer_words_p50": 4}
+                                                 "answer_words_p50": 4, "right": pytest.approx(1 / 3),
+                                                 "wrongly_refused": pytest.approx(1 / 3),
+                                                 "wrong_or_partial": pytest.approx(1 / 3)}
     assert report["per_category"]["near-miss"]["accuracy"] == 0.5
     assert [r["passed"] for r in report["rows"]] == [True, False, False, True, False]
     assert report["rows"][0]["top_dense"] == 0.6 and report["tokens_per_question"] == 0
@@ -295,6 +297,99 @@ def test_a_question_the_program_fails_on_is_a_failed_row_and_the_run_goes_on():
     assert (lost["passed"], lost["combined"], lost["key_fact_recall"], lost["token_f1"]) == (False, 0.0, 0.0, 0.0)
     assert (refuse["passed"], refuse["refused"], refuse["key_fact_recall"]) == (False, False, None)
     assert report["answer_accuracy"] == pytest.approx(1 / 2) and report["refusal_recall"] == 0.0
+
+
+# -- per style: the question file's style column ---------------------------------------------------------------
+
+STYLES = {"e-1": "book-words", "e-2": "how-to", "e-3": "paraphrase", "e-7": "follow-up", "e-8": "book-words"}
+STYLED_QUESTIONS = "\n".join(  # QUESTIONS with a style column; must-refuse and selected-text rows have none
+    line + "," + ("style" if i == 0 else STYLES.get(line.split(",")[0], ""))
+    for i, line in enumerate(QUESTIONS.splitlines())) + "\n"
+
+
+def test_per_style_reports_each_style_and_must_refuse_and_leaves_out_answerable_rows_without_a_style():
+    questions = [
+        Question("right", "right", True, ("a.md",), ("24 kg",), category="factual", style="paraphrase"),
+        Question("half", "half", True, ("b.md",), ("1.2 m", "24 kg"), category="factual", style="paraphrase"),
+        Question("missed", "missed", True, ("a.md",), ("x",), category="factual", style="definition"),
+        Question("selected", "selected", True, ("a.md",), ("24 kg",), category="selected-text"),  # no style
+        Question("refuse-ok", "refuse-ok", False, category="near-miss"),
+        Question("refuse-bad", "refuse-bad", False, category="near-miss"),
+    ]
+    program = FixedProgram({"right": fixed("It has 24 kg.", citations=[1]), "half": fixed("It is 1.2 m."),
+                            "missed": fixed("", refused=True), "selected": fixed("It has 24 kg."),
+                            "refuse-ok": fixed("", refused=True), "refuse-bad": fixed("Something.")})
+    per_style = program_report(program, questions, progress=False)["per_style"]
+    assert list(per_style) == ["definition", "must-refuse", "paraphrase"]  # the selected-text row is in none
+    ends = {style: (row["n"], row["answerable"], row["accuracy"], row["right"], row["wrongly_refused"],
+                    row["wrong_or_partial"]) for style, row in per_style.items()}
+    assert ends == {"paraphrase": (2, 2, 0.5, 0.5, 0.0, 0.5),  # one right, one with a key fact missing
+                    "definition": (1, 1, 0.0, 0.0, 1.0, 0.0),  # wrongly refused
+                    "must-refuse": (2, 0, 0.5, 0.0, 0.0, 0.0)}  # one refused, one answered
+
+
+@pytest.fixture
+def styled(workspace):
+    workspace["questions"].write_text(STYLED_QUESTIONS, encoding="utf-8")
+    return workspace
+
+
+def test_json_report_and_predictions_carry_the_styles(styled, capsys):
+    assert run_evaluate(styled, "--zero-shot", "--json") == 0
+    per_style = only_json(capsys)["per_style"]
+    assert {style: row["n"] for style, row in per_style.items()} == {
+        "book-words": 1, "follow-up": 1, "how-to": 1, "must-refuse": 2, "paraphrase": 1}  # e-6: selected text
+    for row in per_style.values():
+        if row["answerable"]:
+            assert row["right"] + row["wrongly_refused"] + row["wrong_or_partial"] == pytest.approx(1.0)
+    report = json.loads((styled["out"] / "report.json").read_text())
+    assert report["programs"]["zero-shot"]["per_style"] == per_style and report["settings"]["styles"] is None
+    with (styled["out"] / "predictions.csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["id"]: r["style"] for r in rows} == {i: STYLES.get(i, "") for i in TEST_IDS}
+
+
+def test_terminal_shows_a_per_style_table(styled, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    assert run_evaluate(styled, "--compare", "baseline", "zero-shot") == 0
+    out = capsys.readouterr().out
+    table = out[out.index("Per style"):out.index("Wrote ")]
+    shown = [line.split("│")[1].strip() for line in table.splitlines() if line.startswith("│ ")]
+    assert shown == ["book-words", "follow-up", "how-to", "must-refuse", "paraphrase"]
+    paraphrase = next(line for line in table.splitlines() if line.startswith("│ paraphrase "))
+    assert re.search(r"│ +1 │ [01]\.\d\d · [01]\.\d\d · [01]\.\d\d │ [01]\.\d\d · ", paraphrase), paraphrase
+
+
+def test_a_question_file_without_styles_shows_no_per_style_table(workspace, capsys):
+    assert run_evaluate(workspace, "--zero-shot") == 0
+    assert "Per style" not in capsys.readouterr().out
+
+
+def test_style_evaluates_only_the_questions_of_those_styles(styled, capsys):
+    assert run_evaluate(styled, "--zero-shot", "--style", "paraphrase,must-refuse", "--json") == 0
+    summary = only_json(capsys)
+    assert summary["n"] == 3 and set(summary["per_style"]) == {"paraphrase", "must-refuse"}
+    report = json.loads((styled["out"] / "report.json").read_text())
+    assert [r["id"] for r in report["programs"]["zero-shot"]["rows"]] == ["e-3", "e-4", "e-5"]
+    assert report["settings"]["styles"] == ["paraphrase", "must-refuse"]
+
+
+@pytest.mark.parametrize("value", ["poem", "paraphrase,poem", ","])
+def test_an_unknown_style_exits_4_before_touching_the_index(styled, capsys, value):
+    with pytest.raises(SystemExit) as exc:
+        run_evaluate(styled, "--zero-shot", "--style", value)
+    assert exc.value.code == 4
+    err = capsys.readouterr().err
+    assert "argument --style: unknown style" in err and "must-refuse" in err and "book-words" in err
+    assert not (styled["root"] / "data" / "qdrant").exists()
+
+
+def test_a_style_no_question_has_is_a_question_file_error(styled):
+    from bookrag.errors import DatasetError
+
+    with pytest.raises(DatasetError, match="has no test questions of style definition") as exc:
+        run_evaluate(styled, "--zero-shot", "--style", "definition")
+    assert exc.value.exit_code == 4
 
 
 # -- --threads: a hosted LM answers questions in parallel ------------------------------------------------------

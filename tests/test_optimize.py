@@ -15,6 +15,7 @@ from bookrag.questions import load_questions
 from programs.compile.artifact import load_program, read_manifest, write_artifact
 from programs.compile.compiler import compile_program, verdict
 from programs.compile.optimizers import OptimizerSettings, labeled_demos
+from programs.evaluate.figures import CANDIDATE_FIGURES, SCORES
 from programs.evaluate.reports import program_report
 from programs.rag.book_rag import BookRAG
 from programs.refusal.calibration import choose_gate
@@ -278,10 +279,12 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
     assert manifest["answer_mode"] == "extractive" and manifest["expand"] == "parts"
     assert manifest["dataset"]["train"] == 6 and manifest["dataset"]["dev"] == 4
     assert set(manifest["scores"]["dev"]) == {"before", "after"}
+    assert set(manifest["scores"]["dev"]["before"]) == set(SCORES)  # the figures table's scores
     selection = manifest["selection"]  # every candidate's dev figures, the kept one and why
     assert [c["name"] for c in selection["candidates"]] == ["zero-shot", "bootstrap-2", "bootstrap-4"]
     for candidate in selection["candidates"]:
         assert {"combined", "answer_accuracy", "refusal_recall", "false_refusal_rate", "token_f1"} <= set(candidate)
+        assert set(CANDIDATE_FIGURES) <= set(candidate)
     # Extractive answers run no predictor, so demos change nothing: every candidate ties with zero-shot on the dev
     # subset, is dropped there as futile, and zero-shot is kept without answering the rest of dev.
     zero_shot, *compiled = selection["candidates"]

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import time
 import uuid
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bookrag.config import PROJECT_ROOT, Settings, book_name
@@ -24,6 +27,56 @@ ARTIFACT_OUTPUT = OutputKind("compiled program", MANIFEST_FILE, MANIFEST_KEYS)
 # ~1 KB). 32 is 8x optimize's default --max-demos and above what DSPy's few-shot optimizers keep by default
 # (16 labeled + 4 bootstrapped); a program.json edited to hold 20,000 sent a 22.5 MB request to a hosted LM.
 MAX_DEMOS = 32
+
+
+def build_manifest(settings: Settings, index, program, result, optimizer, dataset: dict, started: float) -> dict:
+    """What a compiled `program` was compiled against and how (`result`: the compiler's CompileResult; `dataset`:
+    `dataset_record`'s; `started`: the compile's `time.time()`): the MANIFEST_KEYS `read_manifest` and
+    `check_artifact` read back, and the record of the compile."""
+    from programs.lm.language_model import lm_mode
+
+    return {
+        "bookrag_version": _version("bookrag"),
+        "dspy_version": _version("dspy"),
+        "lm": settings.lm,
+        "teacher_lm": optimizer.teacher_lm,
+        "local_model": program.lm.model.removeprefix("local/") if lm_mode(program.lm) == "local" else None,
+        "answer_mode": settings.answer_mode,
+        "embedder": index.embedder.name,
+        "embedder_model": index.embedder.model_id,
+        "collection": index.collection,
+        "book": project_relative(index.book_dir),
+        "index_fingerprint": index.fingerprint(),
+        "search_mode": program.search_mode,
+        "expand": program.expand,
+        "top_k": program.k,
+        "refusal_gate": {k: v for k, v in result.gate.items() if k != "state"},
+        "dataset": dataset,
+        "optimizer": optimizer.as_dict(),
+        "scores": result.scores,
+        "selection": result.selection,
+        "duration_s": round(time.time() - started, 1),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def dataset_record(path: Path, train: int, dev: int, synthetic: bool) -> dict:
+    """The manifest's `dataset`: the question file (and its hash), its train and dev sizes, who labeled it."""
+    return {"path": project_relative(path), "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest(),
+            "train": train, "dev": dev, "labels": "synthetic" if synthetic else "hand-labeled"}
+
+
+def project_relative(path: Path) -> str:
+    """A path inside the project is stored relative to it, so the artifact survives a moved checkout."""
+    path = Path(path).resolve()
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def write_artifact(program, out_dir: Path, manifest: dict) -> Path:

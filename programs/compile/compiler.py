@@ -19,12 +19,10 @@ from programs.compile.candidates import Candidate, candidates
 from programs.compile.halving import ScoredCandidate, score_candidates
 from programs.compile.optimizers import OptimizerSettings, compile_predictors
 from programs.compile.selection import Selection, SelectionRule, choose_candidate
+from programs.evaluate.figures import CANDIDATE_FIGURES, SCORES
 from programs.evaluate.question_row import QuestionRow
 from programs.evaluate.reports import aggregate
 from programs.refusal.calibration import choose_gate
-
-SCORE_KEYS = ("combined", "token_f1", "answer_words_p50", "answer_accuracy", "refusal_recall", "false_refusal_rate",
-              "citation_validity", "parse_failure_rate")
 
 
 @dataclass
@@ -58,7 +56,7 @@ def compile_program(program, train: list[Question], dev: list[Question], optimiz
     scored = score_candidates(built, dev, rule, progress, say)
     selection = choose_candidate({s.name: s.scores for s in scored if s.dropped is None}, rule)
     kept = next(s for s in scored if s.name == selection.chosen)
-    scores = {"dev": {"before": _score_keys(scored[0].rows), "after": _score_keys(kept.rows)}}
+    scores = {"dev": {"before": _figures(scored[0].rows, SCORES), "after": _figures(kept.rows, SCORES)}}
     return CompileResult(kept.program, scores, gate, _record(selection, scored, rule), scored,
                          round(time.perf_counter() - started, 1))
 
@@ -80,21 +78,17 @@ def _record(selection: Selection, scored: list[ScoredCandidate], rule: Selection
         "chosen": selection.chosen,
         "reason": _reason(selection, scored),
         "rule": rule.as_dict(),
-        "candidates": [{"name": s.name, "status": _status(s, selection.chosen), **_figures(s.rows),
+        "candidates": [{"name": s.name, "status": _status(s, selection.chosen), **_figures(s.rows, CANDIDATE_FIGURES),
                         "dropped": {**s.dropped.as_dict(), "futile": s.futile} if s.dropped else None}
                        for s in scored],
         "comparisons": [c.as_dict() for c in selection.comparisons],
     }
 
 
-def _figures(rows: list[QuestionRow]) -> dict:
-    """A candidate's dev figures over the questions it was scored on: `n` and SCORE_KEYS."""
-    return {"n": len(rows), **_score_keys(rows)}
-
-
-def _score_keys(rows: list[QuestionRow]) -> dict:
+def _figures(rows: list[QuestionRow], names: tuple[str, ...]) -> dict:
+    """The figures `names` (figures.py: SCORES or CANDIDATE_FIGURES) over the dev questions scored."""
     report = aggregate(rows)
-    return {key: round(report[key], 4) for key in SCORE_KEYS}
+    return {name: round(report[name], 4) for name in names}
 
 
 def _build(candidate: Candidate, program, train: list[Question], dev: list[Question], teacher_lm: dspy.LM | None):

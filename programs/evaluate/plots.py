@@ -12,10 +12,9 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from programs.evaluate.figures import HEADLINE
 from programs.evaluate.report_files import atomic_write
 
-HEADLINE = ("combined", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity",
-            "gold_citation_rate", "recall_at_k")
 COLORS = {"answerable": "tab:blue", "must refuse": "tab:red"}
 
 

@@ -15,6 +15,7 @@ from bookrag.questions import Question
 class QuestionRow:
     id: str
     category: str
+    style: str  # how the question is phrased (bookrag/questions.py STYLES); empty for must-refuse, selected text
     question: str
     answerable: bool
     gold_sources: list[str]
@@ -50,7 +51,8 @@ class QuestionRow:
     @classmethod
     def of(cls, question: Question, **fields) -> QuestionRow:
         """The row of `question`, its identity taken from it, with `fields` set."""
-        return cls(id=question.id, category=question.category or "uncategorized", question=question.question,
+        return cls(id=question.id, category=question.category or "uncategorized", style=question.style,
+                   question=question.question,
                    answerable=question.answerable, gold_sources=list(question.gold_sources), **fields)
 
     @classmethod

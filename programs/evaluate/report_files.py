@@ -11,15 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bookrag.output_folder import OutputKind
+from programs.evaluate.figures import QUESTION_FIGURES
 
 REPORT_FILE = "report.json"
 REPORT_OUTPUT = OutputKind("evaluation report", REPORT_FILE, ("settings", "programs"))
-PREDICTION_COLUMNS = (
-    "program", "id", "category", "question", "answerable", "refused", "refusal_reason", "mode", "answer",
-    "cited_sources", "gold_sources", "gate_probability", "gate_threshold", "top_dense", "key_fact_recall",
-    "token_f1", "answer_words", "citation_validity", "citation_precision", "citation_recall", "combined", "result",
-    "latency_ms", "prompt_tokens", "cached_tokens", "completion_tokens", "error",
-)
+# Who and what was asked and what the program did, then the per-question figures, then the error if it failed.
+PREDICTION_COLUMNS = ("program", "id", "category", "style", "question", "answerable", "refused", "refusal_reason", "mode",
+                      "answer", "cited_sources", "gold_sources", "gate_probability", "gate_threshold", "top_dense",
+                      *QUESTION_FIGURES, "error")
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:

@@ -11,7 +11,9 @@ from bookrag.errors import BookragError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate import metrics
+from programs.evaluate.figures import BREAKDOWNS, FIGURES
 from programs.evaluate.question_row import QuestionRow
+from programs.evaluate.styles import style_group
 from programs.rag.response import ResponseMode, token_usage
 from programs.refusal.reasons import REFUSED_AFTER_LM
 from retrievers.retriever import QdrantRetriever
@@ -168,16 +170,21 @@ def question_row(program, question: Question, judge=None) -> QuestionRow:
 
 
 def aggregate(rows: list[QuestionRow]) -> dict:
-    """The report's figures over per-question rows (see README for each definition)."""
+    """The report's figures over per-question rows (see README for each definition), in the order of the figures
+    table (figures.py), which names every one."""
     answerable = [r for r in rows if r.answerable]
     must_refuse = [r for r in rows if not r.answerable]
     answered = [r for r in answerable if r.answered]
     with_gold = [r for r in answered if r.gold_cited is not None]
     by_category: dict[str, list[QuestionRow]] = defaultdict(list)
+    by_style: dict[str, list[QuestionRow]] = defaultdict(list)
+    styled = any(r.style for r in rows)  # questions without any style (no style column) have no per-style report
     for r in rows:
         by_category[r.category].append(r)
+        if styled and (style := style_group(r.style, r.answerable)) is not None:  # answerable, no style: in none
+            by_style[style].append(r)
     lm_answered = [r for r in rows if r.lm_answered]
-    report = {
+    figures = {
         "n": len(rows),
         "n_answerable": len(answerable),
         "n_must_refuse": len(must_refuse),
@@ -207,18 +214,25 @@ def aggregate(rows: list[QuestionRow]) -> dict:
         "prompt_tokens_per_answer": mean(r.prompt_tokens for r in lm_answered),
         "cached_tokens_per_answer": mean(r.cached_tokens for r in lm_answered),
         "completion_tokens_per_answer": mean(r.completion_tokens for r in lm_answered),
-        "per_category": {
-            category: {"n": len(items), "answerable": sum(r.answerable for r in items),
-                       "accuracy": share(r.passed for r in items), "combined": mean(r.combined for r in items),
-                       "token_f1": mean(r.token_f1 for r in items if r.token_f1 is not None),
-                       "answer_words_p50": percentile([r.answer_words for r in items
-                                                       if r.answer_words is not None], 50)}
-            for category, items in sorted(by_category.items())
-        },
+        "per_category": {category: group_figures(items) for category, items in sorted(by_category.items())},
+        "per_style": {style: group_figures(items) for style, items in sorted(by_style.items())},
     }
     if any(r.semantic_f1 is not None for r in rows):
-        report["semantic_f1"] = mean(r.semantic_f1 or 0.0 for r in answerable)
-    return report
+        figures["semantic_f1"] = mean(r.semantic_f1 or 0.0 for r in answerable)
+    return {name: figures[name] for name in (*(f.name for f in FIGURES), *BREAKDOWNS) if name in figures}
+
+
+def group_figures(items: list[QuestionRow]) -> dict:
+    """The figures of a group of questions (a category, a style): share passed and combined score; for its
+    answerable questions, token F1, median words and how they ended: right (every key fact), wrongly refused, or
+    wrong or partial (answered with a key fact missing, or failed)."""
+    answerable = [r for r in items if r.answerable]
+    return {"n": len(items), "answerable": len(answerable), "accuracy": share(r.passed for r in items),
+            "combined": mean(r.combined for r in items),
+            "token_f1": mean(r.token_f1 for r in items if r.token_f1 is not None),
+            "answer_words_p50": percentile([r.answer_words for r in items if r.answer_words is not None], 50),
+            "right": share(r.passed for r in answerable), "wrongly_refused": share(r.refused for r in answerable),
+            "wrong_or_partial": share(not r.passed and not r.refused for r in answerable)}
 
 
 def share(flags) -> float:
