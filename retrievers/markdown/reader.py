@@ -29,7 +29,7 @@ from urllib.parse import quote, unquote
 
 import yaml
 
-log = logging.getLogger(__name__)
+log = logging.getLogger(__package__)  # "retrievers.markdown", the name its log lines have always carried
 MARKDOWN_SUFFIXES = (".md", ".mdx")
 ROOT_MODULE = "general"
 SUMMARY_FILE = "SUMMARY.md"  # mdBook's table of contents, at the book root: it titles pages and is not one
