@@ -14,7 +14,7 @@ import re
 import uuid
 from dataclasses import asdict, dataclass
 
-from retrievers.markdown import Page, _fence_state
+from retrievers.markdown import Page, fence_state
 
 log = logging.getLogger(__name__)
 HEADING_SEPARATOR = " › "
@@ -110,7 +110,7 @@ def split_blocks(text: str) -> list[tuple[str, str]]:
 
     for line in text.split("\n"):
         was_open = fence is not None
-        fence, in_code = _fence_state(line, fence)
+        fence, in_code = fence_state(line, fence)
         if in_code:
             if not was_open:  # an opening fence starts a block of its own
                 flush("code")
@@ -166,7 +166,7 @@ def _split_at_seams(kind: str, text: str, max_tokens: int, max_chars: int, overl
     lines = text.split("\n")
     if kind == "code":
         opener, mark = lines[0], re.match(r"\s*(`{3,}|~{3,})", lines[0]).group(1)
-        closed = len(lines) > 1 and _fence_state(lines[-1], mark)[0] is None
+        closed = len(lines) > 1 and fence_state(lines[-1], mark)[0] is None
         inner = lines[1:-1] if closed else lines[1:]
         budget = max(1, max_tokens - 2 * count_tokens(opener))
         room = max(1, max_chars - len(opener) - len(mark) - 2)

@@ -7,7 +7,7 @@ import itertools
 import time
 
 from retrievers.chunking import CHARS_PER_TOKEN, Chunk, chunk_id, chunk_page, count_tokens
-from retrievers.markdown import Page, Section, _fence_state
+from retrievers.markdown import Page, Section, fence_state
 
 
 def make_page(*sections: tuple[tuple[str, ...], str], source: str = "01-mod/page.md", title: str = "Page") -> Page:
@@ -35,7 +35,7 @@ def table(n_rows: int) -> str:
 def fences_balanced(text: str) -> bool:
     fence = None
     for line in text.split("\n"):
-        fence, _ = _fence_state(line, fence)
+        fence, _ = fence_state(line, fence)
     return fence is None
 
 
