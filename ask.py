@@ -20,9 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bookrag.cli import (
-    EXIT_BELOW_GATE,
-    EXIT_OK,
-    EXIT_REFUSED,
     ArgumentParser,
     error_line,
     load_settings,
@@ -31,7 +28,7 @@ from bookrag.cli import (
     setup_logging,
 )
 from bookrag.config import BUNDLED_BOOK, MAX_TOP_K, ExpandMode
-from bookrag.errors import BookragError
+from bookrag.errors import BookragError, ExitCode
 from bookrag.terminal_text import printable, undecodable
 from programs.rag.live_answer import LiveAnswer
 
@@ -99,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.question and not args.chat:
         response = answer(program.ask, args.question, args)
         show(response, args)
-        return EXIT_REFUSED if response.is_refusal else EXIT_OK
+        return ExitCode.REFUSED if response.is_refusal else ExitCode.OK
     return chat(program, args)
 
 
@@ -122,7 +119,7 @@ def chat(program, args) -> int:
             question = pending.pop() if pending else read_line("> ", args)
         except (EOFError, KeyboardInterrupt):
             notice("")
-            return EXIT_OK
+            return ExitCode.OK
         question = question.strip()
         if not question:
             continue
@@ -131,7 +128,7 @@ def chat(program, args) -> int:
                    "(LANG / LC_ALL))")
             continue
         if question.lower() in CHAT_EXIT:
-            return EXIT_OK
+            return ExitCode.OK
         if question.lower() == "/reset":
             conversation.reset()
             notice("(conversation cleared)")
@@ -187,7 +184,7 @@ def validate(program, args) -> int:
     else:
         print(f"accuracy {accuracy:.0%} ({sum(r['passed'] for r in results)}/{len(results)}); "
               f"needs {VALIDATION_PASS_RATE:.0%}")
-    return EXIT_OK if accuracy >= VALIDATION_PASS_RATE else EXIT_BELOW_GATE
+    return ExitCode.OK if accuracy >= VALIDATION_PASS_RATE else ExitCode.BELOW_GATE
 
 
 def show(response, args) -> None:

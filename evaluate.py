@@ -22,8 +22,9 @@ from argparse import ArgumentTypeError
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bookrag.cli import EXIT_BELOW_GATE, EXIT_OK, ArgumentParser, load_settings, run, setup_logging
+from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
 from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+from bookrag.errors import ExitCode
 from programs.evaluate.styles import STYLE_CHOICES
 
 ZERO_SHOT, BASELINE = "zero-shot", "baseline"
@@ -206,11 +207,11 @@ def run_settings(args, settings, index, programs: dict, threads: int) -> dict:
 
 
 def below_gate(min_accuracy: float | None, name: str, report: dict) -> int:
-    """EXIT_BELOW_GATE, said on stderr, when the program's combined score is below --min-accuracy; else EXIT_OK."""
+    """BELOW_GATE, said on stderr, when the program's combined score is below --min-accuracy; else OK."""
     if min_accuracy is not None and report["combined"] < min_accuracy:
         print(f"{name}: combined {report['combined']:.3f} is below --min-accuracy {min_accuracy}", file=sys.stderr)
-        return EXIT_BELOW_GATE
-    return EXIT_OK
+        return ExitCode.BELOW_GATE
+    return ExitCode.OK
 
 
 def build_program(spec: str, index, settings):
@@ -267,7 +268,7 @@ def evaluate_retrieval(args, settings) -> int:
         print(json.dumps(report))
     else:
         print_retrieval(report)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def print_programs(reports: dict[str, dict], run_settings: dict) -> None:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
+from bookrag.errors import ExitCode
+from bookrag.terminal_text import printable
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,9 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     with BookIndex(settings, book_dir) as index:
         report = index.ingest(recreate=args.recreate)
         for error in report.errors:
-            print(f"skipped {error.source}: {error.reason}", file=sys.stderr)
+            print(printable(f"skipped {error.source}: {error.reason}"), file=sys.stderr)  # both may quote the book
         print(f"{index.collection}: {report.summary()}")
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
 from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, book_name
-from bookrag.errors import DatasetError
+from bookrag.errors import DatasetError, ExitCode
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         _print_selection(manifest)
         print(f"Wrote {out}/ (program.json, manifest.json) in {manifest['duration_s']} s")
-    return 0
+    return ExitCode.OK
 
 
 def build_parser() -> ArgumentParser:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from bookrag.config import VARIABLES, AnswerMode, ConfigError, Settings, setting_problem
-from bookrag.errors import BookragError
+from bookrag.errors import BookragError, ExitCode
 from bookrag.redaction import scrub
 from bookrag.terminal_text import printable, undecodable
 
@@ -23,8 +23,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 if not sys.stderr.isatty():
     os.environ.setdefault("TQDM_DISABLE", "1")
 
-EXIT_OK, EXIT_REFUSED, EXIT_CONFIG, EXIT_RUNTIME, EXIT_ARGS, EXIT_BELOW_GATE = 0, 1, 2, 3, 4, 5
-EXIT_UNEXPECTED = 70  # sysexits' EX_SOFTWARE: a bug, not something the user did
 log = logging.getLogger("bookrag")
 
 
@@ -44,7 +42,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.print_usage(sys.stderr)
-        self.exit(EXIT_ARGS, f"{self.prog}: error: {message}\n")
+        self.exit(ExitCode.ARGS, f"{self.prog}: error: {message}\n")
 
     def parse_args(self, args=None, namespace=None):
         """Also rejects text arguments that are not valid UTF-8 (paths may be any bytes: they stay Paths)."""
@@ -113,14 +111,14 @@ def run(main) -> None:
         code = exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        code = 130
+        code = ExitCode.SIGINT
     except Exception as exc:  # the last line of defence: no raw traceback, no secret
         if isinstance(exc, BrokenPipeError) and _reader_gone():
             code = _stdout_closed()
         else:
             error_line(f"unexpected {type(exc).__name__}: {exc} (a bug in bookrag; --verbose shows the traceback)")
             log.debug("traceback of the unexpected error", exc_info=exc)
-            code = EXIT_UNEXPECTED
+            code = ExitCode.UNEXPECTED
     sys.exit(code or 0)
 
 
@@ -147,7 +145,7 @@ def _stdout_closed() -> int:
     last flush of what is still buffered raises nothing more."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    return EXIT_OK
+    return ExitCode.OK
 
 
 __all__ = ["ArgumentParser", "ConfigError", "error_line", "load_settings", "run", "setup_logging"]

@@ -9,7 +9,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from bookrag.errors import BookragError
+from bookrag.errors import BookragError, ExitCode
 from programs.evaluate.plots import write_plots
 from programs.evaluate.report_files import REPORT_FILE, write_predictions_csv, write_report_json
 from programs.evaluate.reports import in_question_order, program_report, report_of
@@ -60,7 +60,7 @@ class ProgramRuns:
                 self.write(f"stopped by {stop}")
                 print(f"{stop}: stopped; wrote the {self._finished()} finished to {self.out_dir} as a partial "
                       "report", file=sys.stderr)
-                return 128 + stop.signum
+                return ExitCode(128 + stop.signum)  # SIGINT 130, SIGTERM 143
             except BookragError as exc:
                 if not self.reports:
                     raise
