@@ -23,6 +23,7 @@ from bookrag.cli import (
     ArgumentParser,
     error_line,
     load_settings,
+    notice,
     run,
     setting_type,
     setup_logging,
@@ -98,10 +99,6 @@ def main(argv: list[str] | None = None) -> int:
         show(response, args)
         return ExitCode.REFUSED if response.is_refusal else ExitCode.OK
     return chat(program, args)
-
-
-def notice(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def chat(program, args) -> int:

@@ -22,7 +22,7 @@ from argparse import ArgumentTypeError
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
+from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging
 from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
 from bookrag.errors import ExitCode
 from programs.evaluate.styles import STYLE_CHOICES
@@ -175,7 +175,7 @@ def chosen_questions(args, split: str) -> list:
 def answer_questions(args, settings, specs: list[str], questions: list, out_dir: Path):
     """The ProgramRuns of every program over the questions on one BookIndex (one embedding model and one store for
     all of them), and the exit code of a stop signal (None when every program finished)."""
-    from programs.compile.artifact import check_artifact, read_manifest
+    from programs.compile.artifact import check_artifact, read_manifest, update_index
     from programs.evaluate.program_runs import ProgramRuns, signals_stop_the_run
     from retrievers import BookIndex
 
@@ -184,7 +184,7 @@ def answer_questions(args, settings, specs: list[str], questions: list, out_dir:
         for spec in specs:  # a mismatched artifact is refused before the ingest can embed anything
             if spec not in (ZERO_SHOT, BASELINE):
                 check_artifact(read_manifest(Path(spec)), Path(spec), settings, index)
-        index.ingest(progress=progress)  # incremental: completes an interrupted ingest, a no-op when unchanged
+        update_index(index, notice, progress, reread=True)  # incremental: a no-op when the book is unchanged
         programs = {spec: build_program(spec, index, settings) for spec in specs}
         index.retriever.search(questions[0].question, k=1)  # load the embedding model before anything is timed
         judge = next(iter(programs.values())).lm if args.semantic_f1 else None

@@ -122,6 +122,11 @@ def run(main) -> None:
     sys.exit(code or 0)
 
 
+def notice(message: str) -> None:
+    """A line for the user on stderr, at once (stdout may be --json)."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def error_line(message: str) -> None:
     """`error: <message>` on stderr, without secrets, and without control characters a message may quote from a
     book, a server or a question."""
@@ -148,4 +153,4 @@ def _stdout_closed() -> int:
     return ExitCode.OK
 
 
-__all__ = ["ArgumentParser", "ConfigError", "error_line", "load_settings", "run", "setup_logging"]
+__all__ = ["ArgumentParser", "ConfigError", "error_line", "load_settings", "notice", "run", "setup_logging"]

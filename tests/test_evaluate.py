@@ -88,6 +88,18 @@ def test_json_prints_one_object_with_the_summary_of_the_program(workspace, capsy
     assert summary["citation_validity"] == 1.0  # the extractive answerer cites only what it retrieved
 
 
+def test_a_book_edited_since_its_last_run_is_said_so_and_indexed_again(workspace, capsys):
+    assert run_evaluate(workspace, "--zero-shot", "--json") == 0
+    capsys.readouterr()
+    page = next(p for p in sorted(workspace["book"].rglob("*.md")))
+    page.write_text(page.read_text(encoding="utf-8") + "\nAn added sentence about nothing asked.\n", encoding="utf-8")
+    assert run_evaluate(workspace, "--zero-shot", "--json") == 0
+    err = capsys.readouterr().err
+    assert f"The book changed since it was indexed (1 file(s): {page.relative_to(workspace['book'])})" in err
+    assert run_evaluate(workspace, "--zero-shot", "--json") == 0
+    assert "changed" not in capsys.readouterr().err  # unchanged: nothing said
+
+
 def test_compare_reports_both_programs_and_writes_the_files(workspace, capsys):
     assert run_evaluate(workspace, "--compare", "zero-shot", "baseline", "--json") == 0
     document = only_json(capsys)

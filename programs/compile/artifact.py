@@ -293,12 +293,15 @@ def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: 
     return BookRAG.from_settings(settings, index)
 
 
-def update_index(index, announce, progress: bool | None = None, state: str | None = None) -> None:
+def update_index(index, announce, progress: bool | None = None, state: str | None = None, *,
+                 reread: bool = False):
     """Ingest (incrementally) when the book's collection is missing, its last ingest did not finish, or the book
-    changed since it was indexed, saying why first; nothing when the index is the book."""
+    changed since it was indexed, saying why first; nothing when the index is the book. `reread`: ingest anyway
+    (evaluate and optimize re-read the book every run, which also applies changed chunking settings), saying why
+    only when the book changed. Returns the ingest's report, or None when nothing was read."""
     state = state or index.ingest_state()
     if state == "complete":
-        return
+        return index.ingest(progress=progress) if reread else None
     if state == "changed":
         changed = index.changed_files()
         names = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
@@ -309,3 +312,4 @@ def update_index(index, announce, progress: bool | None = None, state: str | Non
         announce(f"Finishing the ingest of {index.book_dir} into {index.collection}: the last one did not complete ...")
     report = index.ingest(progress=progress)
     announce(f"Indexed: {report.summary()}")
+    return report
