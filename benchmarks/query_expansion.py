@@ -1,15 +1,17 @@
 """Query expansion, measured on retrieval: none vs parts (vs HyDE with the local LM on a small subset).
 
     python benchmarks/query_expansion.py [--k 5] [--hyde N] [--lm-threads 1]
+    python benchmarks/query_expansion.py --hyde 20 --hyde-style paraphrase --hyde-only   # dev paraphrases only
 
-For each book (book A and the bundled primer, with their labeled question sets) and each answerable question
+For each book (book A, the bundled primer and FastAPI, with their labeled question sets) and each answerable question
 that goes through retrieval: recall@k (a gold source among the top k), MRR, and gold coverage@k (the share of the
 question's gold sources among the top k: a multi-part question often needs two chapters). Reported over all
 questions, the `multi-part` category, and the questions the parts rule splits. `parts` is shown with the
 program's round-robin merge and, for comparison, with reciprocal-rank fusion. Then end to end: the offline
 extractive mode (gate calibrated on the train split without expansion) on the dev+test questions,
 none vs parts: refusals and key facts. `--hyde N` runs HyDE with the local model on the first N
-multi-part questions (about 20 s each on 2 cores): its parse rate and recall.
+multi-part questions (about 20 s each on 2 cores): its parse rate and recall; `--hyde-style STYLE` takes the dev
+questions of that style instead, and `--hyde-only` skips everything else.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from retrievers.store import RRF_K
 BOOKS = {
     "book A": (PROJECT_ROOT.parent / "shared/corpora/physical-ai-book-a", PROJECT_ROOT / "datasets/physical-ai-book-a.csv"),
     "humanoid-primer": (BUNDLED_BOOK, BUNDLED_QUESTIONS),
+    "FastAPI": (PROJECT_ROOT.parent / "shared/corpora/fastapi-tutorial", PROJECT_ROOT / "datasets/fastapi-tutorial.csv"),
 }
 
 
@@ -98,6 +101,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=PROJECT_ROOT / "data")
     parser.add_argument("--hyde", type=int, default=0, help="HyDE with the local LM on N multi-part questions")
     parser.add_argument("--lm-threads", type=int, default=1, help="llama.cpp threads for --hyde")
+    parser.add_argument("--hyde-style", help="run HyDE on the dev questions of this style instead of multi-part ones")
+    parser.add_argument("--hyde-only", action="store_true", help="only the HyDE subset")
     args = parser.parse_args()
     K = args.k
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
@@ -109,6 +114,10 @@ def main() -> None:
             none = BookRAG(index.retriever, lm=None, k=K)
             parts = BookRAG(index.retriever, lm=None, k=K, expand="parts")
             run(none, questions[:3])  # load the embedding model outside the timings
+            if args.hyde_only:
+                print(f"{book}:")
+                hyde_subset(index, questions, args)
+                continue
             print(f"{book}: {len(questions)} answerable questions with gold sources, k={K}")
             report("none", run(none, questions))
             report("parts (round-robin)", run(parts, questions))
@@ -146,7 +155,10 @@ def hyde_subset(index, questions, args) -> None:
 
     from programs.lm.language_model import make_lm
 
-    subset = [q for q in questions if q.category == "multi-part"][: args.hyde]
+    if args.hyde_style:
+        subset = [q for q in questions if q.style == args.hyde_style and q.split == "dev"][: args.hyde]
+    else:
+        subset = [q for q in questions if q.category == "multi-part"][: args.hyde]
     lm = make_lm(Settings(data_dir=args.data_dir, lm="local", lm_threads=args.lm_threads, lm_max_tokens=160))
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # time the model, not a cache
     hyde = BookRAG(index.retriever, lm=lm, k=K, expand="hyde")
@@ -158,7 +170,8 @@ def hyde_subset(index, questions, args) -> None:
         passages = hyde.retrieve(q.search_text, k=K)
         seconds.append(time.perf_counter() - started)
         rows.append((q, passages, 1 if unparsed.n > fallbacks else 2))
-    print(f"  HyDE (local model) on {len(subset)} multi-part questions: {len(subset) - unparsed.n} gave a "
+    print(f"  HyDE (local model) on {len(subset)} {args.hyde_style or 'multi-part'} questions: "
+          f"{len(subset) - unparsed.n} gave a "
           f"hypothetical passage, {unparsed.n} fell back to the question; {len(lm.history)} LM calls, "
           f"median {median(seconds):.1f} s per question (load {os.getloadavg()[0]:.1f})")
     report("none (same subset)", run(BookRAG(index.retriever, lm=None, k=K), subset))
