@@ -6,7 +6,8 @@ For each answerable question of the run (selected-text ones aside, as they read 
 the local model read is built again (the question's passages, cut to the compact context's default budget) and
 checked for every reference key fact. It prints how many contexts held every key fact, how many of those the run
 answered right (every key fact stated, not refused), and how many it answered right without them. Reading errors are
-the right answers missing where the context held every fact; `--show` lists them. No LM call.
+the right answers missing where the context held every fact; `--show` lists them. The same figures follow per
+style, for question files with a `style` column. No LM call.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -39,6 +41,7 @@ def main() -> None:
     with args.predictions.open(encoding="utf-8", newline="") as f:
         rows = {row["id"]: row for row in csv.DictReader(f)}
     held = misread = right_without = answerable = 0
+    by_style: dict[str, Counter] = {}
     with BookIndex(Settings(data_dir=args.data_dir, book_dir=book_dir)) as index:
         index.ingest(progress=False)
         program = BookRAG(index.retriever, context_words=LOCAL_CONTEXT_WORDS)  # the local model's context
@@ -53,6 +56,8 @@ def main() -> None:
             right = row["refused"] != "True" and key_fact_recall(q.key_facts, row["answer"]) == 1.0
             held += complete
             right_without += right and not complete
+            style = by_style.setdefault(q.style or "(none)", Counter())
+            style.update(n=1, held=complete, right_held=complete and right, right_without=right and not complete)
             if complete and not right:
                 misread += 1
                 if args.show:
@@ -60,6 +65,10 @@ def main() -> None:
     print(f"{args.book}: {answerable} answerable questions; context held every key fact for {held} "
           f"({held / max(answerable, 1):.3f}); of those answered right {held - misread} "
           f"({(held - misread) / max(held, 1):.3f}); answered right without them {right_without} of {answerable - held}")
+    if len(by_style) > 1:
+        print(f"  {'style':12s} {'n':>4s} {'held':>5s} {'right|held':>11s} {'right|not':>10s}")
+        for name, c in sorted(by_style.items()):
+            print(f"  {name:12s} {c['n']:>4d} {c['held']:>5d} {c['right_held']:>11d} {c['right_without']:>10d}")
 
 
 if __name__ == "__main__":
