@@ -139,7 +139,8 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
 
     split = args.split or "test"
     out_dir = args.out or PROJECT_ROOT / "reports" / f"{book_name(settings.book_dir)}-{split}"
-    OutputFolder(out_dir, REPORT_OUTPUT).claim(settings)  # a folder we may not write fails now, not after the run
+    named = "--out" if args.out else "the default report folder"
+    OutputFolder(out_dir, REPORT_OUTPUT, named).claim(settings)  # a folder we may not write fails now, not after the run
     questions = chosen_questions(args, split)  # a bad file fails before the index is touched
     specs = specs or [str(default_artifact(settings, settings.book_dir) or ZERO_SHOT)]
     run, stopped = answer_questions(args, settings, specs, questions, out_dir)

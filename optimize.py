@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.verbose)
     settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
     out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
-    OutputFolder(out, ARTIFACT_OUTPUT).claim(settings)  # a folder we may not replace fails now, not after the run
+    named = "--out" if args.out else "the artifact folder under BOOKRAG_ARTIFACTS_DIR"
+    OutputFolder(out, ARTIFACT_OUTPUT, named).claim(settings)  # a folder we may not replace fails now, not after the run
     manifest = compile_artifact(args, settings, out, say=(lambda *_: None) if args.json else print)
     if args.json:
         print(json.dumps(manifest))

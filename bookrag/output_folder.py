@@ -35,10 +35,11 @@ class OutputKind:
 
 
 class OutputFolder:
-    """`--out` checked for `kind`: `claim(settings)` refuses (exit 4, naming the folder) before any work."""
+    """`--out` checked for `kind`: `claim(settings)` refuses (exit 4, naming the folder) before any work. `named`:
+    how the message names where the folder came from (the flag, or the default the settings give)."""
 
-    def __init__(self, path: Path, kind: OutputKind):
-        self.path, self.kind = Path(path), kind
+    def __init__(self, path: Path, kind: OutputKind, named: str = "--out"):
+        self.path, self.kind, self.named = Path(path), kind, named
 
     def claim(self, settings: Settings) -> Path:
         """The folder to write, after every check; raises BadArgumentError."""
@@ -89,4 +90,4 @@ class OutputFolder:
             os.unlink(name)
 
     def _refused(self, problem: str) -> BadArgumentError:
-        return BadArgumentError(f"--out {self.path} {problem}")
+        return BadArgumentError(f"{self.named} {self.path} {problem}")

@@ -363,6 +363,23 @@ def test_optimize_out_naming_a_folder_of_the_users_files_is_refused_and_they_are
     assert not (tmp_path / "data" / "qdrant").exists()
 
 
+def test_a_default_artifact_folder_of_the_users_files_is_named_as_the_settings_give_it(tmp_path):
+    """Without --out the folder comes from BOOKRAG_ARTIFACTS_DIR: the refusal says so, not "--out"."""
+    from conftest import SMALL_BOOK
+
+    book = write_book(tmp_path / "book", SMALL_BOOK)
+    default = tmp_path / "artifacts" / "book"
+    default.mkdir(parents=True)
+    (default / "notes.txt").write_text("mine")
+    done = run_script("optimize.py", "--book", book, "--questions", write_questions(tmp_path / "questions.csv"),
+                      cwd=tmp_path, env=clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"),
+                                                  BOOKRAG_ARTIFACTS_DIR=str(tmp_path / "artifacts")))
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.startswith(f"error: the artifact folder under BOOKRAG_ARTIFACTS_DIR {default} holds files "
+                                  "that are not a bookrag compiled program")
+    assert (default / "notes.txt").read_text() == "mine"
+
+
 @pytest.mark.parametrize("out, message", [
     ("notes.txt", "is a file, not a folder"),
     ("notes.txt/artifact", "is under"),
