@@ -11,7 +11,7 @@ import select
 import sys
 from pathlib import Path
 
-from bookrag.config import VARIABLES, AnswerMode, ConfigError, Settings, setting_problem
+from bookrag.config import AnswerMode, ConfigError, Settings, variable_for
 from bookrag.errors import BookragError, ExitCode
 from bookrag.redaction import scrub
 from bookrag.terminal_text import printable, undecodable
@@ -62,15 +62,15 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def setting_type(field: str):
     """An argparse `type` for a flag that sets the Settings field `field`: parsed and checked as its environment
-    variable is (`setting_problem`), so a bad value exits 4 naming the flag, before anything runs."""
-    variable = next(v for v in VARIABLES if v.field == field)
+    variable is (`Variable.problem`), so a bad value exits 4 naming the flag, before anything runs."""
+    variable = variable_for(field)
 
     def parse(raw: str):
         try:
             value = variable.parse(raw)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {variable.kind}, got {raw!r}") from None
-        if problem := setting_problem(field, value):
+        if problem := variable.problem(value):
             raise argparse.ArgumentTypeError(problem)
         return value
 

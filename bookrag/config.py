@@ -165,12 +165,20 @@ class Variable:
     kind: str = ""  # what a value looks like, for a parse error ("a whole number")
     check: Callable[[object], str | None] | None = None  # a parsed value (from the environment or a flag) -> problem
 
+    def problem(self, value) -> str | None:
+        """What is wrong with a parsed value, or None: the one place a setting's range is checked, whether the
+        value comes from the environment, a flag or a library call."""
+        return self.check(value) if self.check is not None else None
+
+
+def variable_for(field: str) -> Variable:
+    """The variable that sets the Settings field `field`."""
+    return next(v for v in VARIABLES if v.field == field)
+
 
 def setting_problem(field: str, value) -> str | None:
-    """What is wrong with `value` for the Settings field `field`, or None: its variable's check, the one place a
-    setting's range is spelled, whether the value comes from the environment, a flag or a library call."""
-    variable = next(v for v in VARIABLES if v.field == field)
-    return variable.check(value) if variable.check is not None else None
+    """What is wrong with `value` for the Settings field `field`, or None (`Variable.problem`)."""
+    return variable_for(field).problem(value)
 
 
 _NUMBER, _SECONDS = {"parse": int, "kind": "a whole number"}, {"parse": float, "kind": "a number of seconds"}
@@ -309,7 +317,7 @@ class Settings:
         """Every value in its range, whether it came from the environment or a flag."""
         for variable in VARIABLES:
             value = getattr(self, variable.field)
-            if value is not None and (problem := setting_problem(variable.field, value)):
+            if value is not None and (problem := variable.problem(value)):
                 raise ConfigError(f"{variable.name} {problem}")
         if self.chunk_overlap >= self.chunk_tokens:
             raise ConfigError("BOOKRAG_CHUNK_OVERLAP must be smaller than BOOKRAG_CHUNK_TOKENS")
@@ -359,10 +367,17 @@ def _check_writable_folder(name: str, folder: Path) -> None:
 
 def _check_folder(name: str, folder: Path) -> Path:
     """`folder` is a folder, or can be made one: neither it nor a parent is a file. Returns the part that exists."""
-    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    existing = nearest_existing(folder)
     if not existing.is_dir():
         raise ConfigError(f"{name} {folder} is not a folder: {existing} is a file; point {name} at a folder")
     return existing
+
+
+def nearest_existing(path: Path) -> Path:
+    """`path` if it exists, else its nearest parent that does (a folder about to be made is judged by where it
+    would go)."""
+    path = Path(path)
+    return next(p for p in (path, *path.parents) if p.exists())
 
 
 def book_name(book_dir: Path) -> str:

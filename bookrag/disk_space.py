@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bookrag.config import nearest_existing
 from bookrag.errors import StoreError
 
 MB = 1024 * 1024
@@ -22,7 +23,7 @@ MEMORY_FILE_SYSTEMS = frozenset({"tmpfs", "ramfs"})
 
 def free_bytes(path: Path) -> int:
     """Free space for an unprivileged writer on the file system that holds `path` (or would: its nearest folder)."""
-    return shutil.disk_usage(_existing(path)).free
+    return shutil.disk_usage(nearest_existing(path)).free
 
 
 def in_memory(path: Path) -> bool:
@@ -32,20 +33,13 @@ def in_memory(path: Path) -> bool:
         mounts = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
         return True
-    target, longest, kind = _existing(path).resolve(), "", ""
+    target, longest, kind = nearest_existing(path).resolve(), "", ""
     for line in mounts:  # "id parent dev root MOUNT_POINT options ... - FSTYPE source options"
         fields = line.split()
         mount_point = fields[4].encode().decode("unicode_escape")  # the table writes a space as \040
         if target.is_relative_to(mount_point) and len(mount_point) >= len(longest):  # the last mount on top wins
             longest, kind = mount_point, fields[fields.index("-") + 1]
     return kind in MEMORY_FILE_SYSTEMS
-
-
-def _existing(path: Path) -> Path:
-    path = Path(path).absolute()
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
 
 
 def no_space_error(path: Path, needed: int | None = None) -> StoreError:

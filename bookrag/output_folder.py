@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookrag.config import PROJECT_ROOT, Settings
+from bookrag.config import PROJECT_ROOT, Settings, nearest_existing
 from bookrag.errors import BadArgumentError
 
 
@@ -76,9 +76,7 @@ class OutputFolder:
     def _refuse_if_unwritable(self) -> None:
         """A real write where the output goes: beside the folder (an artifact is swapped in by a rename) and in
         it. Permission bits say nothing for root, a read-only mount or a path under a regular file."""
-        parent = self.path.parent
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
+        parent = nearest_existing(self.path.parent)
         if not parent.is_dir():
             raise self._refused(f"is under {parent}, which is a file, not a folder")
         for folder in (parent, self.path) if self.path.is_dir() else (parent,):
