@@ -117,12 +117,12 @@ class Indexer:
 
     def ingest(self, book_dir: Path, recreate: bool = False, progress: bool | None = None) -> IngestReport:
         started = time.perf_counter()
-        previous = {} if recreate or not self.store.exists() else (self.store.ingest_record() or {})
+        fresh = recreate or not self.store.exists()
+        previous = {} if fresh else (self.store.ingest_record() or {})
         check_same_book(self.store.collection, previous, book_dir)
         snapshot = BookSnapshot.take(book_dir, previous.get("files"))  # before reading: a later edit shows next time
         chunks, errors, n_files = read_book(book_dir, self.settings)
         report = IngestReport(files=n_files - len(errors), chunks=len(chunks), errors=errors)
-        fresh = recreate or not self.store.exists()
         if fresh:  # before the drop: a refused ingest leaves the old index as it was
             self._check_space(chunks)
         if recreate and self.store.exists():
