@@ -102,7 +102,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def chat(program, args) -> int:
-    from programs.compile.artifact import update_index
     from programs.rag.chat import Chat
 
     conversation = Chat(program)
@@ -132,7 +131,7 @@ def chat(program, args) -> int:
             continue
         try:
             if index is not None:  # the book may have been edited between two turns
-                update_index(index, notice)
+                index.update(notice)
             response = answer(conversation.ask, question, args)
         except (BookragError, ValueError) as exc:
             error_line(str(exc))

@@ -176,7 +176,7 @@ def chosen_questions(args, split: str) -> list:
 def answer_questions(args, settings, specs: list[str], questions: list, out_dir: Path):
     """The ProgramRuns of every program over the questions on one BookIndex (one embedding model and one store for
     all of them), and the exit code of a stop signal (None when every program finished)."""
-    from programs.compile.artifact import check_artifact, read_manifest, update_index
+    from programs.compile.artifact import check_artifact, read_manifest
     from programs.evaluate.program_runs import ProgramRuns, signals_stop_the_run
     from retrievers import BookIndex
 
@@ -185,7 +185,7 @@ def answer_questions(args, settings, specs: list[str], questions: list, out_dir:
         for spec in specs:  # a mismatched artifact is refused before the ingest can embed anything
             if spec not in (ZERO_SHOT, BASELINE):
                 check_artifact(read_manifest(Path(spec)), Path(spec), settings, index)
-        update_index(index, notice, progress, reread=True)  # incremental: a no-op when the book is unchanged
+        index.update(notice, progress, reread=True)  # incremental: a no-op when the book is unchanged
         programs = {spec: build_program(spec, index, settings) for spec in specs}
         index.retriever.search(questions[0].question, k=1)  # load the embedding model before anything is timed
         judge = next(iter(programs.values())).lm if args.semantic_f1 else None

@@ -73,7 +73,7 @@ def build_parser() -> ArgumentParser:
 def compile_artifact(args, settings, out: Path, say) -> dict:
     """Compile on the question set (written from the book when it has none), write the artifact to `out`, and
     return its manifest."""
-    from programs.compile.artifact import build_manifest, dataset_record, update_index, write_artifact
+    from programs.compile.artifact import build_manifest, dataset_record, write_artifact
     from programs.compile.candidates import candidates
     from programs.compile.compiler import compile_program
     from programs.compile.optimizers import OptimizerSettings
@@ -92,7 +92,7 @@ def compile_artifact(args, settings, out: Path, say) -> dict:
     optimizer = OptimizerSettings(args.optimizer, args.max_demos, args.threads, args.seed, args.teacher_lm)
     started = time.time()
     with BookIndex(settings) as index:
-        report = update_index(index, notice, progress, reread=True)  # incremental: a no-op when unchanged
+        report = index.update(notice, progress, reread=True)  # incremental: a no-op when unchanged
         say(f"Index {index.collection}: {report.summary()}")
         program = BookRAG.from_settings(settings, index, lm=lm)
         teacher = make_lm(settings.replace(lm=args.teacher_lm)) if args.teacher_lm else None

@@ -50,6 +50,30 @@ class BookIndex:
         check_same_book(self.collection, record, self.book_dir)
         return "changed" if self.changed_files(record) else "complete"
 
+    def update(self, announce, progress: bool | None = None, state: str | None = None, *,
+               reread: bool = False) -> IngestReport | None:
+        """Ingest (incrementally) when the book's collection is missing, its last ingest did not finish, or the book
+        changed since it was indexed, saying why first with `announce`; nothing when the index is the book.
+        `reread`: ingest anyway (evaluate and optimize re-read the book every run, which also applies changed
+        chunking settings), saying why only when the book changed. Returns the ingest's report, or None when
+        nothing was read."""
+        state = state or self.ingest_state()
+        if state == "complete":
+            return self.ingest(progress=progress) if reread else None
+        if state == "changed":
+            changed = self.changed_files()
+            names = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
+            announce(f"The book changed since it was indexed ({len(changed)} file(s): {names}): "
+                     "updating the index ...")
+        elif state == "missing":
+            announce(f"Indexing {self.book_dir} into {self.collection} (first run) ...")
+        else:
+            announce(f"Finishing the ingest of {self.book_dir} into {self.collection}: the last one did not "
+                     "complete ...")
+        report = self.ingest(progress=progress)
+        announce(f"Indexed: {report.summary()}")
+        return report
+
     def changed_files(self, record: dict | None = None) -> list[str]:
         """The book's files added, removed or edited since its last complete ingest (all of them if none)."""
         record = record if record is not None else (self.store.ingest_record() or {})

@@ -18,7 +18,6 @@ from programs.compile.artifact import (
     check_artifact,
     default_artifact,
     load_program,
-    update_index,
     write_artifact,
 )
 from programs.rag.book_rag import BookRAG
@@ -101,7 +100,7 @@ def test_an_edited_page_is_noticed_and_the_next_open_answers_from_the_new_text(s
     with open_index(settings, book) as index:
         assert index.ingest_state() == "changed"
         assert index.changed_files() == ["intro.md"]
-        update_index(index, said.append)
+        index.update(said.append)
         assert said[0] == "The book changed since it was indexed (1 file(s): intro.md): updating the index ..."
         assert index.ingest_state() == "complete"
         answer = ask(index)

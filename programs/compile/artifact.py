@@ -168,7 +168,7 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
         raise ArtifactError(f"the last ingest into {index.collection} did not finish, so it holds only part of the "
                             f"book: run `python ingest.py {index.book_dir}` to complete it")
     if state == "changed":  # answering from the old text would be silently wrong; the ingest is incremental
-        update_index(index, log.warning, progress=False, state=state)
+        index.update(log.warning, progress=False, state=state)
     if manifest["index_fingerprint"] != index.fingerprint():
         log.warning("%s: the book changed since this program was compiled; recompile with `python optimize.py` "
                     "for a calibrated refusal gate", artifact_dir)
@@ -287,29 +287,8 @@ def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: 
     index = BookIndex(settings, book_dir)
     if artifact is not None:
         check_artifact(read_manifest(artifact), artifact, settings, index)
-    update_index(index, announce, progress)
+    index.update(announce, progress)
     if artifact is not None:
         return load_program(artifact, settings, index=index)
     return BookRAG.from_settings(settings, index)
 
-
-def update_index(index, announce, progress: bool | None = None, state: str | None = None, *,
-                 reread: bool = False):
-    """Ingest (incrementally) when the book's collection is missing, its last ingest did not finish, or the book
-    changed since it was indexed, saying why first; nothing when the index is the book. `reread`: ingest anyway
-    (evaluate and optimize re-read the book every run, which also applies changed chunking settings), saying why
-    only when the book changed. Returns the ingest's report, or None when nothing was read."""
-    state = state or index.ingest_state()
-    if state == "complete":
-        return index.ingest(progress=progress) if reread else None
-    if state == "changed":
-        changed = index.changed_files()
-        names = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
-        announce(f"The book changed since it was indexed ({len(changed)} file(s): {names}): updating the index ...")
-    elif state == "missing":
-        announce(f"Indexing {index.book_dir} into {index.collection} (first run) ...")
-    else:
-        announce(f"Finishing the ingest of {index.book_dir} into {index.collection}: the last one did not complete ...")
-    report = index.ingest(progress=progress)
-    announce(f"Indexed: {report.summary()}")
-    return report
