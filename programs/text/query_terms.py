@@ -53,3 +53,12 @@ def term_set(text: str) -> set[str]:
     words = _WORD.findall(text.lower())
     parts = (part for w in words if "/" in w or "." in w for part in _PARTS.split(w))
     return {stem(w) for w in (*words, *parts) if w}
+
+
+def words_found(question: str, texts: list[str]) -> float:
+    """The share of the question's content words that some text holds (1.0 for a question with none)."""
+    terms = content_terms(question)
+    if not terms:
+        return 1.0
+    held = set().union(*map(term_set, texts)) if texts else set()
+    return sum(t in held for t in terms) / len(terms)

@@ -1,0 +1,80 @@
+"""Does searching by meaning alone, when the hybrid passages miss most of a question's words, bring the key facts?
+
+    python benchmarks/search_by_meaning.py [--splits train,dev] [--data-dir DIR]
+
+For every answerable question of the labeled books (selected-text ones aside), the program's passages are taken
+twice: with the hybrid search alone, and as `BookRAG.search` takes them (hybrid, or dense when the hybrid passages
+hold under `MIN_WORDS_FOUND` of the question's content words). Per style, it prints how many questions have every
+key fact in the passages and in the compact context the local model reads, and the questions each way gained or
+lost. No LM call. Decide on train and dev; test is for the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from refusal_transfer import LABELED
+
+from bookrag.config import PROJECT_ROOT, Settings
+from bookrag.questions import load_questions
+from programs.evaluate.metrics import key_fact_recall
+from programs.rag import book_rag
+from programs.rag.book_rag import BookRAG
+from programs.rag.context import LOCAL_CONTEXT_WORDS, format_context
+from retrievers import BookIndex
+
+WAYS = ("hybrid", "by meaning when the words miss")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--splits", default="train,dev", help="comma-separated splits (default train,dev)")
+    parser.add_argument("--data-dir", type=Path, default=PROJECT_ROOT / "data")
+    args = parser.parse_args()
+    splits = {s.strip() for s in args.splits.split(",") if s.strip()}
+    counts: Counter = Counter()
+    changed: dict[str, list[str]] = {way: [] for way in WAYS}
+    fallback = book_rag.MIN_WORDS_FOUND
+    for name, (book, questions) in LABELED.items():
+        rows = [q for q in load_questions(questions) if q.split in splits and q.answerable and q.key_facts
+                and not q.selected_text]
+        with BookIndex(Settings(data_dir=args.data_dir, book_dir=book)) as index:
+            index.ingest(progress=False)
+            program = BookRAG(index.retriever, context_words=LOCAL_CONTEXT_WORDS)
+            for q in rows:
+                query = program.standalone_query(q.question, q.history)
+                held = {}
+                for way, cut in zip(WAYS, (0.0, fallback)):
+                    book_rag.MIN_WORDS_FOUND = cut  # 0: never below it, the hybrid search alone
+                    passages = program.retrieve(query, k=program.k)
+                    held[way] = (key_fact_recall(q.key_facts, format_context(passages)) == 1.0,
+                                 key_fact_recall(q.key_facts, program.context(query, passages)) == 1.0)
+                    counts[q.style, way, "passages"] += held[way][0]
+                    counts[q.style, way, "context"] += held[way][1]
+                counts[q.style, "n"] += 1
+                before, after = held[WAYS[0]][0], held[WAYS[1]][0]
+                if before != after:
+                    changed[WAYS[1] if after else WAYS[0]].append(f"{name} {q.id} ({q.style})")
+    book_rag.MIN_WORDS_FOUND = fallback
+    print(f"Every key fact held, {', '.join(sorted(splits))} (passages / compact context):")
+    print(f"| style | n | {WAYS[0]} | {WAYS[1]} |\n|---|---|---|---|")
+    styles = sorted({key[0] for key in counts})
+    for style in [*styles, "all"]:
+        group = styles if style == "all" else [style]
+
+        def total(*key, group=group):
+            return sum(counts[(s, *key)] for s in group)
+
+        print(f"| {style} | {total('n')} | " + " | ".join(f"{total(w, 'passages')} / {total(w, 'context')}"
+                                                       for w in WAYS) + " |")
+    for way, ids in changed.items():
+        print(f"only {way}: {len(ids)} {', '.join(ids)}")
+
+
+if __name__ == "__main__":
+    main()
