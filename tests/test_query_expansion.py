@@ -120,8 +120,8 @@ def test_hyde_mode_searches_with_the_lms_passage_through_the_whole_program(small
     lm = DummyLM([{"passage": hypothetical}])
     program = BookRAG(small_index.retriever, lm=lm, k=3, answer_mode="extractive", expand="hyde")
     program.gate.threshold = 0.0  # the gate's decision is not under test
-    response = program.ask("How does the simulator treat contact?")
-    assert fake_embedder.queries == ["How does the simulator treat contact?", hypothetical]
+    response = program.ask("How does Gazebo simulate contact?")
+    assert fake_embedder.queries == ["How does Gazebo simulate contact?", hypothetical]
     assert len(lm.history) == 1 and not response.is_refusal
     assert "02-sim/01-gazebo.md" in {c.source for c in response.citations}
 
