@@ -15,6 +15,7 @@ class AnswerWithCitations(dspy.Signature):
     """Answer the question using only the numbered passages from the book.
     Answer in one complete sentence (two for a question that asks two things) that states the asked-for fact in
     the book's words, without restating the question.
+    Copy commands, code, settings, values and paths exactly as the passages write them, flags and arguments included.
     Cite the numbers of the passages you used.
     If the passages do not state the answer, set answerable to False: never answer from general knowledge, and never
     guess a number, name or version.
