@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from programs.text.passage_sentences import Sentence, scored_sentences
-from programs.text.query_terms import content_terms, term_set
+from programs.text.query_terms import words_found
 from retrievers.passage import Passage
 
 _SENTENCE_END = (".", "!", "?")
@@ -34,12 +34,8 @@ class ExtractiveAnswer:
         chosen = self._choose(list(scores), scores)
         chosen.sort(key=lambda u: (u.number, u.index))  # book order reads better than score order
         answer = _join([u.text for u in chosen])
-        covered, terms = term_set(answer), content_terms(question)
-        return Extract(
-            answer=answer,
-            citations=sorted({u.number for u in chosen}),
-            coverage=sum(t in covered for t in terms) / len(terms),
-        )
+        return Extract(answer=answer, citations=sorted({u.number for u in chosen}),
+                       coverage=words_found(question, [answer]))
 
     def _choose(self, units: list[Sentence], scores: dict[Sentence, float]) -> list[Sentence]:
         """The best-scoring units within the budget, each with the units it needs (a list lead-in its items, a table
