@@ -23,7 +23,6 @@ from refusal_transfer import LABELED
 from bookrag.config import PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
 from programs.evaluate.metrics import key_fact_recall
-from programs.rag import book_rag
 from programs.rag.book_rag import BookRAG
 from programs.rag.context import LOCAL_CONTEXT_WORDS, format_context
 from retrievers import BookIndex
@@ -39,7 +38,6 @@ def main() -> None:
     splits = {s.strip() for s in args.splits.split(",") if s.strip()}
     counts: Counter = Counter()
     changed: dict[str, list[str]] = {way: [] for way in WAYS}
-    fallback = book_rag.MIN_WORDS_FOUND
     for name, (book, questions) in LABELED.items():
         rows = [q for q in load_questions(questions) if q.split in splits and q.answerable and q.key_facts
                 and not q.selected_text]
@@ -49,9 +47,8 @@ def main() -> None:
             for q in rows:
                 query = program.standalone_query(q.question, q.history)
                 held = {}
-                for way, cut in zip(WAYS, (0.0, fallback)):
-                    book_rag.MIN_WORDS_FOUND = cut  # 0: never below it, the hybrid search alone
-                    passages = program.retrieve(query, k=program.k)
+                ways = (program.retriever.search(query, k=program.k, mode="hybrid"), program.retrieve(query, k=program.k))
+                for way, passages in zip(WAYS, ways):
                     held[way] = (key_fact_recall(q.key_facts, format_context(passages)) == 1.0,
                                  key_fact_recall(q.key_facts, program.context(query, passages)) == 1.0)
                     counts[q.style, way, "passages"] += held[way][0]
@@ -60,7 +57,6 @@ def main() -> None:
                 before, after = held[WAYS[0]][0], held[WAYS[1]][0]
                 if before != after:
                     changed[WAYS[1] if after else WAYS[0]].append(f"{name} {q.id} ({q.style})")
-    book_rag.MIN_WORDS_FOUND = fallback
     print(f"Every key fact held, {', '.join(sorted(splits))} (passages / compact context):")
     print(f"| style | n | {WAYS[0]} | {WAYS[1]} |\n|---|---|---|---|")
     styles = sorted({key[0] for key in counts})
