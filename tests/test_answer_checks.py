@@ -120,6 +120,8 @@ def test_a_question_about_two_rows_may_take_a_number_from_each():
     ("```yaml\nsafety:\n  max_linear_speed: 0.3\n```", "What is the linear speed limit?", "It is 0.3 m/s."),
     ("Set the stop distance in the robot config:\n\n```yaml\nstop: 0.2\n```", "What stop distance is set?",
      "The stop distance is 0.2 m."),  # the value's line follows the sentence that names it
+    ("```python\nIMAGE_SIZE = (640, 480)\n```", "What image size does the camera use?",
+     "The camera uses 640 by 480 images."),  # a tuple, written out in words
 ])
 def test_a_number_in_code_about_the_subject_passes(code, question, answer):
     passages = [passage(code, 1)]
