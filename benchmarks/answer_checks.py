@@ -9,7 +9,9 @@ gate and the model's verdict; then each content check of `programs/refusal/answe
 on every answer that also passed the claim check:
 
 - cost: right answers (every key fact present) the check alone would refuse: false refusals it adds;
-- catches: must-refuse questions the check alone refuses: answers it stops.
+- catches: must-refuse questions the check alone refuses: answers it stops;
+- wrong caught: answerable questions answered wrong (a key fact missing) that the check alone refuses: a refusal in
+  place of a wrong answer.
 
 A check earns its place when it catches more than it costs; the issue's bound is one point of false refusals each.
 The refusal gate, in front of the LM, is counted the same way: answerable questions it refuses (cost: whether they
@@ -77,13 +79,14 @@ def kept(q, splits: set[str], styles: set[str] | None) -> bool:
 
 
 def print_per_style(tally: dict[str, dict]) -> None:
-    """Pooled over the books: per style, questions, right answers reaching the checks, then each check's cost and
-    catches (must-refuse questions count as their own row)."""
+    """Pooled over the books: per style, questions, right answers reaching the checks, then each check's cost,
+    catches and wrong answers caught (must-refuse questions count as their own row)."""
     reasons = [GATE, *(reason for reason, _ in CHECKS)]
-    print("\nper style, pooled (cost / catches):")
-    print(f"  {'style':12s} {'n':>4s} {'right':>5s} " + " ".join(f"{str(r)[:18]:>18s}" for r in reasons))
+    print("\nper style, pooled (cost / catches / wrong caught):")
+    print(f"  {'style':12s} {'n':>4s} {'right':>5s} " + " ".join(f"{str(r)[:20]:>20s}" for r in reasons))
     for style, row in tally.items():
-        cells = " ".join(f"{len(row['cost'][r]):>8d} / {len(row['catches'][r]):<7d}" for r in reasons)
+        cells = " ".join(f"{len(row['cost'][r]):>6d} /{len(row['catches'][r]):>4d} /{len(row['wrong'][r]):>4d}  "
+                         for r in reasons)
         print(f"  {style:12s} {row['n']:>4d} {row['right']:>5d} {cells}")
 
 
@@ -113,8 +116,8 @@ def main() -> None:
             program = BookRAG.from_settings(settings, index, lm=None if args.predictions else make_lm(settings))
             for q in rows:
                 style = q.style if q.answerable else MUST_REFUSE
-                row = tally.setdefault(style, {"n": 0, "right": 0, "cost": {r: [] for r in (GATE, *cost)},
-                                               "catches": {r: [] for r in (GATE, *cost)}})
+                row = tally.setdefault(style, {"n": 0, "right": 0, **{figure: {r: [] for r in (GATE, *cost)}
+                                                                      for figure in ("cost", "catches", "wrong")}})
                 row["n"] += 1
                 query, passages = program.gate_evidence(q.question, q.history)
                 if not program.gate(query, passages)[0]:
@@ -134,6 +137,8 @@ def main() -> None:
                         row["cost" if correct else "catches"][reason].append(q.id)
                         if args.show:
                             print(f"  {reason} {'COST' if correct else 'catch'} {q.id}: {answer}")
+                    else:
+                        row["wrong"][reason].append(q.id)
                     if reason is RefusalReason.UNSUPPORTED_CLAIM:
                         break  # the content checks read only answers whose claims a retrieved passage holds
         n_answerable = sum(q.answerable for q in rows)
