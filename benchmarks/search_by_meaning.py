@@ -6,7 +6,8 @@ For every answerable question of the labeled books (selected-text ones aside), t
 twice: with the hybrid search alone, and as `BookRAG.search` takes them (hybrid, or dense when the hybrid passages
 hold under `MIN_WORDS_FOUND` of the question's content words). Per style, it prints how many questions have every
 key fact in the passages and in the compact context the local model reads, and the questions each way gained or
-lost. No LM call. Decide on train and dev; test is for the report.
+lost. Then, per style with the must-refuse questions as their own row, how many questions are searched by meaning and
+how many of those the refusal gate refuses. No LM call. Decide on train and dev; test is for the report.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from refusal_transfer import LABELED
 from bookrag.config import PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
 from programs.evaluate.metrics import key_fact_recall
-from programs.rag.book_rag import BookRAG
+from programs.rag.book_rag import MIN_WORDS_FOUND, BookRAG
 from programs.rag.context import LOCAL_CONTEXT_WORDS, format_context
+from programs.text.query_terms import words_found
 from retrievers import BookIndex
 
 WAYS = ("hybrid", "by meaning when the words miss")
@@ -38,12 +40,21 @@ def main() -> None:
     splits = {s.strip() for s in args.splits.split(",") if s.strip()}
     counts: Counter = Counter()
     changed: dict[str, list[str]] = {way: [] for way in WAYS}
+    gated: Counter = Counter()  # (style, "n" | "by meaning" | "by meaning, gate refuses")
     for name, (book, questions) in LABELED.items():
-        rows = [q for q in load_questions(questions) if q.split in splits and q.answerable and q.key_facts
-                and not q.selected_text]
+        every = [q for q in load_questions(questions) if q.split in splits and not q.selected_text]
+        rows = [q for q in every if q.answerable and q.key_facts]
         with BookIndex(Settings(data_dir=args.data_dir, book_dir=book)) as index:
             index.ingest(progress=False)
             program = BookRAG(index.retriever, context_words=LOCAL_CONTEXT_WORDS)
+            for q in every:
+                style = q.style if q.answerable else "must-refuse"
+                query, passages = program.gate_evidence(q.question, q.history)
+                hybrid = program.retriever.search(query, k=program.k, mode="hybrid")
+                by_meaning = words_found(query, [p.text for p in hybrid]) < MIN_WORDS_FOUND
+                gated[style, "n"] += 1
+                gated[style, "by meaning"] += by_meaning
+                gated[style, "by meaning, gate refuses"] += by_meaning and not program.gate(query, passages)[0]
             for q in rows:
                 query = program.standalone_query(q.question, q.history)
                 held = {}
@@ -70,6 +81,11 @@ def main() -> None:
                                                        for w in WAYS) + " |")
     for way, ids in changed.items():
         print(f"only {way}: {len(ids)} {', '.join(ids)}")
+    print("\nSearched by meaning, and refused by the gate (every question of the splits):")
+    print("| style | n | searched by meaning | of those, the gate refuses |\n|---|---|---|---|")
+    for style in sorted({key[0] for key in gated}):
+        print(f"| {style} | {gated[style, 'n']} | {gated[style, 'by meaning']} | "
+              f"{gated[style, 'by meaning, gate refuses']} |")
 
 
 if __name__ == "__main__":
