@@ -24,9 +24,8 @@ from refusal_transfer import LABELED
 from bookrag.config import PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
 from programs.evaluate.metrics import key_fact_recall
-from programs.rag.book_rag import MIN_WORDS_FOUND, BookRAG
+from programs.rag.book_rag import BookRAG, misses_the_words
 from programs.rag.context import LOCAL_CONTEXT_WORDS, format_context
-from programs.text.query_terms import words_found
 from retrievers import BookIndex
 
 WAYS = ("hybrid", "by meaning when the words miss")
@@ -42,26 +41,25 @@ def main() -> None:
     changed: dict[str, list[str]] = {way: [] for way in WAYS}
     gated: Counter = Counter()  # (style, "n" | "by meaning" | "by meaning, gate refuses")
     for name, (book, questions) in LABELED.items():
-        every = [q for q in load_questions(questions) if q.split in splits and not q.selected_text]
-        rows = [q for q in every if q.answerable and q.key_facts]
         with BookIndex(Settings(data_dir=args.data_dir, book_dir=book)) as index:
             index.ingest(progress=False)
             program = BookRAG(index.retriever, context_words=LOCAL_CONTEXT_WORDS)
-            for q in every:
+            for q in load_questions(questions):
+                if q.split not in splits or q.selected_text:
+                    continue
                 style = q.style if q.answerable else "must-refuse"
                 query, passages = program.gate_evidence(q.question, q.history)
                 hybrid = program.retriever.search(query, k=program.k, mode="hybrid")
-                by_meaning = words_found(query, [p.text for p in hybrid]) < MIN_WORDS_FOUND
+                by_meaning = misses_the_words(query, hybrid)
                 gated[style, "n"] += 1
                 gated[style, "by meaning"] += by_meaning
                 gated[style, "by meaning, gate refuses"] += by_meaning and not program.gate(query, passages)[0]
-            for q in rows:
-                query = program.standalone_query(q.question, q.history)
+                if not (q.answerable and q.key_facts):
+                    continue
                 held = {}
-                ways = (program.retriever.search(query, k=program.k, mode="hybrid"), program.retrieve(query, k=program.k))
-                for way, passages in zip(WAYS, ways):
-                    held[way] = (key_fact_recall(q.key_facts, format_context(passages)) == 1.0,
-                                 key_fact_recall(q.key_facts, program.context(query, passages)) == 1.0)
+                for way, found in zip(WAYS, (hybrid, passages)):
+                    held[way] = (key_fact_recall(q.key_facts, format_context(found)) == 1.0,
+                                 key_fact_recall(q.key_facts, program.context(query, found)) == 1.0)
                     counts[q.style, way, "passages"] += held[way][0]
                     counts[q.style, way, "context"] += held[way][1]
                 counts[q.style, "n"] += 1

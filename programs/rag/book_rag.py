@@ -172,7 +172,7 @@ class BookRAG(dspy.Module):
         passages, train+dev: paraphrases 7 of 21 -> 14 of 21, none of another style lost;
         benchmarks/search_by_meaning.py)."""
         passages = self.retriever.search(query, k=k, module=module, mode=self.search_mode)
-        if self.search_mode == "hybrid" and words_found(query, [p.text for p in passages]) < MIN_WORDS_FOUND:
+        if self.search_mode == "hybrid" and misses_the_words(query, passages):
             return self.retriever.search(query, k=k, module=module, mode="dense")
         return passages
 
@@ -247,6 +247,12 @@ class BookRAG(dspy.Module):
 
     async def ask_async(self, query: str, **kwargs) -> Response:
         return await asyncio.to_thread(self.ask, query, **kwargs)
+
+
+def misses_the_words(query: str, passages: list[Passage]) -> bool:
+    """Whether the passages hold under `MIN_WORDS_FOUND` of the query's content words: a question in other words than
+    the book's, which `BookRAG.search` searches again by meaning."""
+    return words_found(query, [p.text for p in passages]) < MIN_WORDS_FOUND
 
 
 def format_history(history) -> str:
