@@ -16,7 +16,6 @@ import errno
 import json
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bookrag.cli import (
@@ -27,6 +26,7 @@ from bookrag.cli import (
     run,
     setting_type,
     setup_logging,
+    user_path,
 )
 from bookrag.config import BUNDLED_BOOK, MAX_TOP_K, ExpandMode
 from bookrag.errors import BookragError, ExitCode
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"passages retrieved per question, 1 to {MAX_TOP_K} (default: "
                                                   "BOOKRAG_TOP_K or 5)")
     parser.add_argument("--module", help="search only this module, named as in citations (e.g. ros2 for 01-ros2/)")
-    parser.add_argument("--program", type=Path, help="compiled program folder (default: artifacts/<book>/ if any)")
+    parser.add_argument("--program", type=user_path, help="compiled program folder (default: artifacts/<book>/ if any)")
     parser.add_argument("--expand", choices=list(ExpandMode),
                         help="query expansion: parts = also search each part of a multi-part question, hyde = also "
                              "search with an LM-written hypothetical answer (default: BOOKRAG_EXPAND or none)")

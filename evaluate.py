@@ -8,8 +8,9 @@
 Writes report.json, predictions.csv and PNG plots to --out (default reports/<book>-<split>/). The report has figures
 per category and, for a question file with a style column, per style (must-refuse rows, which have no style, as the
 style `must-refuse`; answerable rows without one in none); --style evaluates only the questions of those styles.
---out must be new, empty or a report folder of ours; that is checked before any work. A program that fails after
-another finished, or SIGINT/SIGTERM, still writes what finished (report.json: "partial" says why and how much).
+--out must be new, empty or a report folder of ours, outside the book (checked before any work); the other files in
+it are kept. A program that fails after another finished, or SIGINT/SIGTERM, still writes what finished
+(report.json: "partial" says why and how much).
 Exit codes: 0 ok, 2 configuration or artifact error, 3 store/embedding/LM error, 4 bad arguments, question file or
 an --out it may not write, 5 combined score below --min-accuracy, 130/143 stopped by SIGINT/SIGTERM.
 """
@@ -22,7 +23,7 @@ from argparse import ArgumentTypeError
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging
+from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging, user_path
 from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
 from bookrag.errors import ExitCode
 from programs.evaluate.styles import STYLE_CHOICES
@@ -53,14 +54,14 @@ def build_parser() -> ArgumentParser:
                "cosine cut, uncompiled prompt). Without a program flag: artifacts/<book>/ if compiled, else zero-shot.",
     )
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--program", type=Path, metavar="ARTIFACT", help="a compiled program folder")
+    which.add_argument("--program", type=user_path, metavar="ARTIFACT", help="a compiled program folder")
     which.add_argument("--zero-shot", action="store_true", help="the uncompiled program")
     which.add_argument("--baseline", action="store_true", help="the seed-style baseline")
-    which.add_argument("--compare", nargs=2, metavar=("A", "B"),
+    which.add_argument("--compare", nargs=2, type=program_spec, metavar=("A", "B"),
                        help="two programs (artifact folder, zero-shot or baseline) on the same questions; B is the "
                             "candidate that --min-accuracy gates")
     which.add_argument("--retrieval-only", action="store_true", help="evaluate the retriever alone")
-    parser.add_argument("--questions", type=Path, default=BUNDLED_QUESTIONS, help="CSV or JSONL question file")
+    parser.add_argument("--questions", type=user_path, default=BUNDLED_QUESTIONS, help="CSV or JSONL question file")
     parser.add_argument("--split", choices=("train", "dev", "test", "all"),
                         help="questions to use (default: test; all with --retrieval-only)")
     parser.add_argument("--style", type=style_names, metavar="NAME[,NAME]",
@@ -69,7 +70,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--min-accuracy", type=float, metavar="X",
                         help="exit 5 when the combined score (0..1) of the evaluated program, with --compare of B, "
                              "is below X")
-    parser.add_argument("--out", type=Path, help="report folder (default: reports/<book>-<split>/)")
+    parser.add_argument("--out", type=user_path, help="report folder (default: reports/<book>-<split>/)")
     parser.add_argument("--threads", type=int, default=1,
                         help="questions answered at once, for a hosted LM (default 1; the local model already uses "
                              "every core, so it runs one at a time)")
@@ -81,6 +82,11 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--mmr", action="store_true", help="--retrieval-only: diversify passages with MMR")
     parser.add_program_arguments(json_help="print one JSON object on stdout and nothing else")
     return parser
+
+
+def program_spec(text: str) -> str:
+    """--compare's program: `zero-shot`, `baseline`, or an artifact folder (`~` is the user's home)."""
+    return text if text in (ZERO_SHOT, BASELINE) else str(user_path(text))
 
 
 def style_names(text: str) -> tuple[str, ...]:

@@ -6,16 +6,15 @@ Exit codes: 0 ok, 2 configuration error, 3 store/embedding error, 4 bad argument
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from bookrag.cli import ArgumentParser, load_settings, run, setup_logging
+from bookrag.cli import ArgumentParser, load_settings, run, setup_logging, user_path
 from bookrag.errors import ExitCode
 from bookrag.terminal_text import printable
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description="Index a Markdown book (a Docusaurus docs/ folder) into Qdrant.")
-    parser.add_argument("book_dir", type=Path, nargs="?", help="folder of .md/.mdx files (default: BOOKRAG_BOOK)")
+    parser.add_argument("book_dir", type=user_path, nargs="?", help="folder of .md/.mdx files (default: BOOKRAG_BOOK)")
     parser.add_argument("--recreate", action="store_true", help="drop the collection and index from scratch")
     parser.add_argument("--base-url", help="URL prefix for citations (default: BOOKRAG_BASE_URL or /docs)")
     parser.add_argument("--chunk-tokens", type=int, help="chunk size in tokens (default 250)")

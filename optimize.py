@@ -9,7 +9,8 @@ zero-shot program unless a compiled one beats it outside noise, and writes `prog
 atomically: a killed run leaves the previous artifact intact.
 A book other than the bundled one with no `--questions` gets a synthetic set written from the book, saved beside
 the artifact as `<artifact>-questions.csv` (programs/compile/synthetic_questions.py).
---out must be new, empty or an artifact of ours (checked before any work): nothing else is ever replaced.
+--out must be new, empty or an artifact of ours and nothing else, outside the book (checked before any work): nothing
+else is ever replaced. A symbolic link is written through (the folder it names is replaced, the link kept).
 Exit codes: 0 written, 2 configuration error, 3 store/embedding/LM error, 4 bad arguments, question file or an --out
 it may not write.
 """
@@ -21,7 +22,7 @@ import random
 import time
 from pathlib import Path
 
-from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging
+from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging, user_path
 from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, book_name
 from bookrag.errors import DatasetError, ExitCode
 
@@ -55,11 +56,11 @@ def build_parser() -> ArgumentParser:
     parser = ArgumentParser(description="Compile the bookrag program against labeled questions.")
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default=DEFAULT_OPTIMIZER,
                         help=f"DSPy teleprompter for the predictors (default {DEFAULT_OPTIMIZER}; see README)")
-    parser.add_argument("--questions", type=Path,
+    parser.add_argument("--questions", type=user_path,
                         help="labeled CSV/JSONL question set (default: the bundled set for the bundled book; for "
                              "another book, a synthetic set written from the book beside the artifact)")
     parser.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
-    parser.add_argument("--out", type=Path, help="artifact folder (default: artifacts/<book name>/)")
+    parser.add_argument("--out", type=user_path, help="artifact folder (default: artifacts/<book name>/)")
     parser.add_argument("--max-demos", type=int, default=4,
                         help=f"most demos per predictor (at most {MAX_DEMOS}); bootstrap and labeled also try half as many "
                              "(default 4)")

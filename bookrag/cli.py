@@ -32,7 +32,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def add_program_arguments(self, *, json_help: str, verbose_help: str = "debug logging on stderr") -> None:
         """--book, --lm, --answer-mode, --json and --verbose, as ask.py, evaluate.py and optimize.py share them."""
-        self.add_argument("--book", type=Path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
+        self.add_argument("--book", type=user_path, help="book folder (default: BOOKRAG_BOOK, the bundled book)")
         self.add_argument("--lm", help="language model: local, or a LiteLLM string like openai/gpt-4o-mini")
         self.add_argument("--answer-mode", choices=list(AnswerMode),
                           help="generated (the LM writes the answer) or extractive (the book's own sentences, fast; "
@@ -58,6 +58,16 @@ class ArgumentParser(argparse.ArgumentParser):
                     self.error(f"argument {name} is not valid UTF-8 text: {shown!r}; retype it, or set the "
                                "terminal to UTF-8 (LANG / LC_ALL)")
         return parsed
+
+
+def user_path(text: str) -> Path:
+    """An argparse `type` for a path flag: `~` is the user's home, as the shell would have made it had it not been
+    quoted (`--out '~/x'`, `--out=~/x`)."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # `~name` of no user here
+        raise argparse.ArgumentTypeError(f"{text!r}: no user's home folder is named so; write ./{text} for a "
+                                         "folder of that name") from None
 
 
 def setting_type(field: str):

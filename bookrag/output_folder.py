@@ -3,7 +3,9 @@
 A CLI claims its output folder before any work (ingest, LM calls), so a folder it may not use costs seconds, not a
 whole run: a new or empty folder, or one holding an output of ours (its marker file is JSON with our keys), is
 fine; a regular file, a folder of someone else's files, the book, the data folder, the project, the current
-folder or anything holding one of them is refused, and so is a place that cannot be written.
+folder or anything holding one of them is refused, and so is a folder inside the book and a place that cannot be
+written. An output swapped in as a whole folder (an artifact) also refuses a folder holding anything besides its
+own files, which the swap would delete. A symbolic link is followed: the output goes to the folder it names.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ class OutputKind:
     name: str  # "compiled program", "evaluation report"
     marker: str  # the file every output of this kind holds
     keys: tuple[str, ...]  # top-level keys the marker's JSON object always has
+    # The files of an output written as a new folder that replaces the old one whole (an artifact: atomic), which
+    # may therefore hold nothing else. Empty: each file is replaced on its own and other files are kept (a report).
+    whole_folder: tuple[str, ...] = ()
 
     def written_by_us(self, folder: Path) -> bool:
         try:
@@ -44,28 +49,42 @@ class OutputFolder:
     def claim(self, settings: Settings) -> Path:
         """The folder to write, after every check; raises BadArgumentError."""
         self._refuse_if_it_holds_what_bookrag_needs(settings)
+        self._refuse_if_inside_the_book(settings)
         self.check_replaceable()
         self._refuse_if_unwritable()
         return self.path
 
+    @property
+    def target(self) -> Path:
+        """The absolute folder written: the one a symbolic link names (the link is kept, never replaced)."""
+        try:
+            return self.path.resolve()
+        except RuntimeError:  # Python 3.11's word for a loop of links
+            raise self._refused("is a loop of symbolic links: point it at a folder, or name another") from None
+
     def check_replaceable(self) -> None:
-        """A new or empty folder, or one holding our output; never a file or someone else's folder."""
-        path = self.path
-        if not path.exists() and not path.is_symlink():
+        """A new or empty folder, or one holding our output (and, for a whole-folder output, nothing else); never
+        a file or someone else's folder."""
+        folder = self.target
+        if not folder.exists():
             return
-        if not path.is_dir():
+        if not folder.is_dir():
             raise self._refused("is a file, not a folder: name a new folder, or one bookrag wrote")
         try:
-            empty = next(path.iterdir(), None) is None
+            names = [f"{entry.name}/" if entry.is_dir() else entry.name for entry in folder.iterdir()]
         except OSError as exc:
             raise self._refused(f"cannot be read ({exc.strerror})") from None
-        if not empty and not self.kind.written_by_us(path):
+        if names and not self.kind.written_by_us(folder):
             raise self._refused(
                 f"holds files that are not a bookrag {self.kind.name} (no {self.kind.marker} of ours), and "
                 "writing there would replace them: name a new or empty folder")
+        if self.kind.whole_folder and (foreign := sorted(set(names) - set(self.kind.whole_folder))):
+            raise self._refused(
+                f"holds files bookrag did not write ({listed(foreign)}) beside its {self.kind.name}, and a new one "
+                "replaces the whole folder: move them out, or name another folder")
 
     def _refuse_if_it_holds_what_bookrag_needs(self, settings: Settings) -> None:
-        resolved = self.path.resolve()
+        resolved = self.target
         needed = {"the book": settings.book_dir, "the data folder (BOOKRAG_DATA_DIR)": settings.data_dir,
                   "the bookrag project": PROJECT_ROOT, "the current folder": Path.cwd()}
         for what, folder in needed.items():
@@ -73,19 +92,32 @@ class OutputFolder:
                 role = "is" if Path(folder).resolve() == resolved else "holds"
                 raise self._refused(f"{role} {what} ({folder}), which bookrag must not replace: name a new folder")
 
+    def _refuse_if_inside_the_book(self, settings: Settings) -> None:
+        if self.target.is_relative_to(Path(settings.book_dir).resolve()):
+            raise self._refused(f"is inside the book ({settings.book_dir}): the next run would index what is "
+                                "written there as pages of the book; name a folder outside it")
+
     def _refuse_if_unwritable(self) -> None:
         """A real write where the output goes: beside the folder (an artifact is swapped in by a rename) and in
         it. Permission bits say nothing for root, a read-only mount or a path under a regular file."""
-        parent = nearest_existing(self.path.parent)
+        folder = self.target
+        parent = nearest_existing(folder.parent)
         if not parent.is_dir():
             raise self._refused(f"is under {parent}, which is a file, not a folder")
-        for folder in (parent, self.path) if self.path.is_dir() else (parent,):
+        for place in (parent, folder) if folder.is_dir() else (parent,):
             try:
-                handle, name = tempfile.mkstemp(prefix=".bookrag-probe-", dir=folder)
+                handle, name = tempfile.mkstemp(prefix=".bookrag-probe-", dir=place)
             except OSError as exc:
-                raise self._refused(f"cannot be written ({folder}: {exc.strerror})") from None
+                raise self._refused(f"cannot be written ({place}: {exc.strerror})") from None
             os.close(handle)
             os.unlink(name)
 
     def _refused(self, problem: str) -> BadArgumentError:
-        return BadArgumentError(f"{self.named} {self.path} {problem}")
+        link = f" (a link to {os.readlink(self.path)})" if self.path.is_symlink() else ""
+        return BadArgumentError(f"{self.named} {self.path}{link} {problem}")
+
+
+def listed(names: list[str], most: int = 5) -> str:
+    """`a, b, c` or, past `most` names, `a, b, c, d, e and 3 more`."""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more

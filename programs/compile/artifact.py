@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 PROGRAM_FILE, MANIFEST_FILE = "program.json", "manifest.json"
 MANIFEST_KEYS = ("bookrag_version", "dspy_version", "lm", "embedder", "collection", "book", "index_fingerprint")
-ARTIFACT_OUTPUT = OutputKind("compiled program", MANIFEST_FILE, MANIFEST_KEYS)
+ARTIFACT_OUTPUT = OutputKind("compiled program", MANIFEST_FILE, MANIFEST_KEYS, (PROGRAM_FILE, MANIFEST_FILE))
 # Demos per predictor, at most: every demo is sent with every question (a bootstrapped one carries its passages,
 # ~1 KB). 32 is 8x optimize's default --max-demos and above what DSPy's few-shot optimizers keep by default
 # (16 labeled + 4 bootstrapped); a program.json edited to hold 20,000 sent a 22.5 MB request to a hosted LM.
@@ -84,29 +84,32 @@ def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
 
     Staging folders that killed runs left behind are removed first (after putting back an artifact a kill between
     the two renames had moved aside); two runs writing the same artifact at once are not supported. Only a new or
-    empty folder or a previous artifact is replaced: a file or someone else's folder is refused (BadArgumentError).
+    empty folder or a previous artifact and nothing else is replaced: a file, someone else's folder or files beside
+    an artifact are refused (BadArgumentError). A symbolic link is written through: the folder it names is
+    replaced, the link kept.
     """
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    restore_previous(out_dir)
-    OutputFolder(out_dir, ARTIFACT_OUTPUT).check_replaceable()
-    for stale in (*out_dir.parent.glob(f".{out_dir.name}.old-*"), *out_dir.parent.glob(f".{out_dir.name}.writing-*")):
+    folder = OutputFolder(out_dir, ARTIFACT_OUTPUT)
+    target = folder.target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    restore_previous(target)
+    folder.check_replaceable()
+    for stale in (*target.parent.glob(f".{target.name}.old-*"), *target.parent.glob(f".{target.name}.writing-*")):
         shutil.rmtree(stale, ignore_errors=True)
-    staging = out_dir.with_name(f".{out_dir.name}.writing-{uuid.uuid4().hex[:8]}")
+    staging = target.with_name(f".{target.name}.writing-{uuid.uuid4().hex[:8]}")
     staging.mkdir()
     try:
         program.save(str(staging / PROGRAM_FILE))
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        old = out_dir.with_name(f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}")
-        if out_dir.exists():
-            os.replace(out_dir, old)
-        os.replace(staging, out_dir)
+        old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
+        if target.exists():
+            os.replace(target, old)
+        os.replace(staging, target)
         shutil.rmtree(old, ignore_errors=True)
         if old.exists():  # a previous artifact we could not delete is not left hidden without a word
             log.warning("could not remove the previous artifact, moved aside to %s: remove it yourself", old)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return out_dir
+    return Path(out_dir)
 
 
 def read_manifest(artifact_dir: Path) -> dict:
@@ -132,7 +135,7 @@ def restore_previous(artifact_dir: Path) -> None:
 
     The one repair of that state; every reader of an artifact path calls it before looking at the path.
     """
-    artifact_dir = Path(artifact_dir)
+    artifact_dir = Path(os.path.realpath(artifact_dir))  # through a link: its folder was moved aside, not the link
     if artifact_dir.exists():
         return
     previous = sorted(artifact_dir.parent.glob(f".{artifact_dir.name}.old-*"), key=lambda p: p.stat().st_mtime)
