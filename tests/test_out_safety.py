@@ -9,8 +9,10 @@ import os
 from pathlib import Path
 
 import pytest
+import test_evaluate
 from conftest import SMALL_BOOK, clean_env, run_script, write_book
 from test_artifact import manifest_for
+from test_evaluate import run_evaluate
 from test_optimize import write_questions
 
 import evaluate
@@ -204,3 +206,18 @@ def test_a_link_that_loops_is_refused_not_a_crash(tmp_path):
     (tmp_path / "b").symlink_to(tmp_path / "a")
     with pytest.raises(BadArgumentError, match=r"is a loop of symbolic links: point it at a folder, or name another"):
         OutputFolder(tmp_path / "a", ARTIFACT_OUTPUT).claim(settings)
+
+
+# -- 1, for evaluate.py: its report folder is written file by file, so the user's files in it are kept -----------
+
+workspace = test_evaluate.workspace  # a small book and question file, the fake embedder, extractive answers
+
+
+def test_evaluate_replaces_only_its_own_files_in_a_report_folder_and_keeps_the_users(workspace, capsys):
+    assert run_evaluate(workspace, "--zero-shot", "--json") == 0
+    written = sorted(p.name for p in workspace["out"].iterdir())
+    mine = add_the_users_files(workspace["out"])
+    assert run_evaluate(workspace, "--baseline", "--json") == 0
+    assert users_files(workspace["out"]) == mine
+    assert sorted(p.name for p in workspace["out"].iterdir()) == sorted([*written, "thesis.docx", "sub", ".my_notes"])
+    assert list(json.loads((workspace["out"] / "report.json").read_text())["programs"]) == ["baseline"]
