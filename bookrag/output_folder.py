@@ -94,8 +94,8 @@ class OutputFolder:
 
     def _refuse_if_inside_the_book(self, settings: Settings) -> None:
         if self.target.is_relative_to(Path(settings.book_dir).resolve()):
-            raise self._refused(f"is inside the book ({settings.book_dir}): the next run would index what is "
-                                "written there as pages of the book; name a folder outside it")
+            raise self._refused(f"is inside the book ({settings.book_dir}): what bookrag writes there would be "
+                                "read as part of the book on the next run; name a folder outside it")
 
     def _refuse_if_unwritable(self) -> None:
         """A real write where the output goes: beside the folder (an artifact is swapped in by a rename) and in

@@ -134,9 +134,9 @@ def test_optimize_out_inside_the_book_is_refused_naming_the_book(tmp_path):
     book = write_book(tmp_path / "book", SMALL_BOOK)
     done = run_optimize(tmp_path, book, book / "compiled")
     assert done.returncode == 4, done.stderr
-    assert done.stderr == (f"error: --out {book / 'compiled'} is inside the book ({book}): the next run would "
-                           "index what is written there as pages of the book; name a folder outside it\n")
-    assert not (book / "compiled").exists() and not (tmp_path / "data" / "qdrant").exists()
+    assert done.stderr == (f"error: --out {book / 'compiled'} is inside the book ({book}): what bookrag writes "
+                           "there would be read as part of the book on the next run; name a folder outside it\n")
+    assert not (book / "compiled").exists() and not (tmp_path / "cli-data" / "qdrant").exists()
 
 
 def test_a_report_folder_inside_the_book_is_refused_too_even_through_a_link(tmp_path):
@@ -144,7 +144,7 @@ def test_a_report_folder_inside_the_book_is_refused_too_even_through_a_link(tmp_
     settings = Settings(book_dir=book, data_dir=tmp_path / "data")
     (tmp_path / "reports").symlink_to(book / "01-ros2")
     for out in (book / "01-ros2" / "reports", tmp_path / "reports" / "run1"):
-        with pytest.raises(BadArgumentError, match=r"is inside the book \(.*\): the next run would index") as caught:
+        with pytest.raises(BadArgumentError, match=r"is inside the book \(.*\): what bookrag writes there would be read") as caught:
             OutputFolder(out, REPORT_OUTPUT).claim(settings)
         assert caught.value.exit_code == 4
     assert sorted(p.name for p in (book / "01-ros2").iterdir()) == ["01-nodes.md", "02-launch.md"]
