@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     book_dir = args.book_dir or settings.book_dir
     with BookIndex(settings, book_dir) as index:
         report = index.ingest(recreate=args.recreate)
-        for error in report.errors:
-            print(printable(f"skipped {error.source}: {error.reason}"), file=sys.stderr)  # both may quote the book
+        for line in report.skipped_lines():
+            print(printable(line), file=sys.stderr)  # the file's name and the reason may quote the book
         print(f"{index.collection}: {report.summary()}")
     return ExitCode.OK
 

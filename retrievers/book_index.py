@@ -15,6 +15,7 @@ from retrievers.retriever import QdrantRetriever
 from retrievers.store import VectorStore, open_store
 
 log = logging.getLogger(__name__)
+SKIPPED_NAMED = 3  # files skipped with errors named after an ingest that ask, evaluate or optimize runs
 
 
 class BookIndex:
@@ -48,18 +49,23 @@ class BookIndex:
         if record is None or record.get("points") != points:
             return "incomplete"
         check_same_book(self.collection, record, self.book_dir)
-        return "changed" if self.changed_files(record) else "complete"
+        now = BookSnapshot.take(self.book_dir, record.get("files"))
+        if now.changed_since(record.get("files")):
+            return "changed"
+        if now.record() != record.get("files"):  # touched files, or a record without ctimes: hashed once, not again
+            self.store.set_ingest_record({**record, "files": now.record()})
+        return "complete"
 
     def update(self, announce, progress: bool | None = None, state: str | None = None, *,
                reread: bool = False) -> IngestReport | None:
         """Ingest (incrementally) when the book's collection is missing, its last ingest did not finish, or the book
         changed since it was indexed, saying why first with `announce`; nothing when the index is the book.
         `reread`: ingest anyway (evaluate and optimize re-read the book every run, which also applies changed
-        chunking settings), saying why only when the book changed. Returns the ingest's report, or None when
-        nothing was read."""
+        chunking settings), saying why only when the book changed. Either way the files skipped with errors are
+        named after the ingest. Returns the ingest's report, or None when nothing was read."""
         state = state or self.ingest_state()
-        if state == "complete":
-            return self.ingest(progress=progress) if reread else None
+        if state == "complete" and not reread:
+            return None
         if state == "changed":
             changed = self.changed_files()
             names = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
@@ -67,17 +73,20 @@ class BookIndex:
                      "updating the index ...")
         elif state == "missing":
             announce(f"Indexing {self.book_dir} into {self.collection} (first run) ...")
-        else:
+        elif state == "incomplete":
             announce(f"Finishing the ingest of {self.book_dir} into {self.collection}: the last one did not "
                      "complete ...")
         report = self.ingest(progress=progress)
-        announce(f"Indexed: {report.summary()}")
+        if state != "complete":
+            announce(f"Indexed: {report.summary()}")
+        for line in report.skipped_lines(limit=SKIPPED_NAMED):
+            announce(line)
         return report
 
     def changed_files(self, record: dict | None = None) -> list[str]:
         """The book's files added, removed or edited since its last complete ingest (all of them if none)."""
         record = record if record is not None else (self.store.ingest_record() or {})
-        return BookSnapshot.changed_files(self.book_dir, record.get("files"))
+        return BookSnapshot.take(self.book_dir, record.get("files")).changed_since(record.get("files"))
 
     def _mention_legacy_collection(self) -> None:
         """Indexes made before collections were named by book path are not reused (the name was shared by every

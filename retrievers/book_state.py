@@ -1,24 +1,28 @@
-"""`BookSnapshot`: what a book folder held when it was indexed (each file's size, mtime and content hash), and
-which files changed since.
+"""`BookSnapshot`: what a book folder held when it was indexed (each file's size, mtime, ctime and content hash),
+and which files changed since.
 
-Every file under the folder counts, not only the pages: a table of contents (SUMMARY.md), an included code
-listing or MkDocs' config (also read from the folder's parent) changes the chunks as much as a page does. A
-file that is not part of the text (an image) only costs a no-op incremental ingest when it changes.
+Every file of the book counts (`book_files`: regular files inside the folder), not only the pages: a table of
+contents (SUMMARY.md), an included code listing or MkDocs' config (also read from the folder's parent) changes the
+chunks as much as a page does. A file that is not part of the text (an image) only costs a no-op incremental
+ingest when it changes.
 
-Checking is cheap: a walk with one stat per file; only files whose size or mtime moved are hashed, so touching a
-file without changing it is not a change.
+Checking is cheap: a walk with one stat per file; only files whose size, mtime or ctime moved are hashed, so
+touching a file without changing it is not a change. The ctime (inode change time) catches an edit that kept the
+size and put the mtime back (`touch -r`): a program cannot set it back. A record written before ctimes were kept has
+none: each file is hashed once, and the refreshed stats are recorded (`BookIndex.ingest_state`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from retrievers.book_files import book_files, open_book_file
 from retrievers.markdown import MKDOCS_CONFIGS
 
-_SKIPPED_DIRS = ("node_modules",)  # as find_pages: hidden folders and node_modules hold no pages
 _PARENT = "../"  # key prefix of a file read from the book folder's parent (MkDocs' config)
 
 
@@ -27,16 +31,13 @@ class FileState:
     size: int
     mtime_ns: int
     sha256: str
+    ctime_ns: int | None = None  # None in a record written before ctimes were kept
 
     def as_list(self) -> list:
-        return [self.size, self.mtime_ns, self.sha256]
+        return [self.size, self.mtime_ns, self.sha256, self.ctime_ns]
 
-    def same_stat(self, stat: os.stat_result) -> bool:
-        return (self.size, self.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
-
-    def differs(self, path: Path, stat: os.stat_result) -> bool:
-        """Whether the file's content changed: hashed only when its size is the same but its mtime moved."""
-        return not self.same_stat(stat) and (self.size != stat.st_size or _sha256(path) != self.sha256)
+    def same_stat(self, now: os.stat_result) -> bool:
+        return (self.size, self.mtime_ns, self.ctime_ns) == (now.st_size, now.st_mtime_ns, now.st_ctime_ns)
 
 
 @dataclass(frozen=True)
@@ -45,30 +46,24 @@ class BookSnapshot:
 
     @classmethod
     def take(cls, book_dir: Path, previous: dict | None = None) -> BookSnapshot:
-        """The folder now; files whose size and mtime match `previous` (a recorded snapshot) keep its hash."""
+        """The folder now; files whose stat matches `previous` (a recorded snapshot) keep its hash."""
         known = _parse(previous)
         files = {}
-        for key, path, stat in _stat_files(Path(book_dir)):
+        for key, path, now in _stat_files(Path(book_dir)):
             old = known.get(key)
-            same = old is not None and old.same_stat(stat)
-            files[key] = FileState(stat.st_size, stat.st_mtime_ns, old.sha256 if same else _sha256(path))
+            sha256 = old.sha256 if old is not None and old.same_stat(now) else _sha256(path)
+            files[key] = FileState(now.st_size, now.st_mtime_ns, sha256, now.st_ctime_ns)
         return cls(files)
 
     def record(self) -> dict[str, list]:
         """The JSON form kept in the store's ingest record."""
         return {key: state.as_list() for key, state in sorted(self.files.items())}
 
-    @staticmethod
-    def changed_files(book_dir: Path, recorded: dict | None) -> list[str]:
+    def changed_since(self, recorded: dict | None) -> list[str]:
         """The files added, removed or edited since `recorded` was taken (a touched but unchanged file is not)."""
         known = _parse(recorded)
-        seen, changed = set(), []
-        for key, path, stat in _stat_files(Path(book_dir)):
-            seen.add(key)
-            old = known.get(key)
-            if old is None or old.differs(path, stat):
-                changed.append(key)
-        return sorted([*changed, *(key for key in known if key not in seen)])
+        return sorted(key for key in self.files.keys() | known.keys()
+                      if key not in self.files or key not in known or self.files[key].sha256 != known[key].sha256)
 
 
 def _parse(recorded: dict | None) -> dict[str, FileState]:
@@ -76,29 +71,23 @@ def _parse(recorded: dict | None) -> dict[str, FileState]:
 
 
 def _stat_files(book_dir: Path):
-    """(key, path, stat) of every regular file under the folder, links followed, plus MkDocs' config beside it."""
-    for root, dirs, names in os.walk(book_dir, followlinks=False):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS]
-        rel = Path(root).relative_to(book_dir)
-        for name in names:
-            if name.startswith("."):
-                continue
-            path = Path(root, name)
-            try:
-                stat = path.stat()
-            except OSError:  # a dangling link: nothing the ingest can read either
-                continue
-            yield (rel / name).as_posix(), path, stat
+    """(key, path, stat) of every file of the book, plus MkDocs' config beside it."""
+    for file in book_files(book_dir).files:
+        yield file.rel, file.path, file.stat
     for name in MKDOCS_CONFIGS:
         path = book_dir.parent / name
-        if path.is_file():
-            yield _PARENT + name, path, path.stat()
+        try:
+            config = path.stat()
+        except OSError:  # none there
+            continue
+        if stat.S_ISREG(config.st_mode):
+            yield _PARENT + name, path, config
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: Path | str) -> str:
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as handle:
+        with open_book_file(path) as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     except OSError:  # unreadable now: recorded as such, so it counts as changed once it becomes readable

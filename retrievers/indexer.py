@@ -23,14 +23,16 @@ from bookrag.config import Settings, book_name
 from bookrag.errors import BadArgumentError, StoreError
 from bookrag.progress import progress_bar
 from retrievers.bm25 import Bm25Encoder
+from retrievers.book_files import book_files
 from retrievers.book_state import BookSnapshot
 from retrievers.chunking import Chunk, chunk_page
 from retrievers.embedder import Embedder
-from retrievers.markdown import BookFileError, find_pages, parse_page, toc_titles
+from retrievers.markdown import MARKDOWN_SUFFIXES, BookFileError, find_pages, parse_page, toc_titles
 from retrievers.store import StoredPoint, VectorStore
 
 log = logging.getLogger(__name__)
 EMBED_BATCH = 64
+MANY_FILES = 10_000  # more than most books hold: with no page at the top, the folder may not be the book
 
 
 def collection_name(book_dir: Path, embedder: Embedder) -> str:
@@ -57,6 +59,18 @@ def check_same_book(collection: str, record: dict | None, book_dir: Path) -> Non
         )
 
 
+def warn_if_not_a_book(book_dir: Path) -> None:
+    """Before an ingest hashes and reads every file of the folder: a warning when it holds many files and no page at
+    its top (a home folder, /tmp), so a wrong folder is noticed at once. A folder of more files than any book
+    (`book_files.MAX_FILES`) is refused here."""
+    files = book_files(book_dir).files
+    if len(files) > MANY_FILES and not any("/" not in f.rel and f.rel.lower().endswith(MARKDOWN_SUFFIXES)
+                                           for f in files):
+        log.warning("%s holds %d files and no .md/.mdx page at its top: is it the book? Indexing reads every file; "
+                    "if it is not, stop it (Ctrl-C) and pass the folder that holds the book's pages", book_dir,
+                    len(files))
+
+
 @dataclass
 class IngestReport:
     files: int = 0
@@ -74,6 +88,15 @@ class IngestReport:
             f"files {self.files}, chunks {self.chunks}, embedded {self.embedded}, skipped {self.skipped}, "
             f"deleted {self.deleted}{bad}, {self.seconds:.1f} s"
         )
+
+    def skipped_lines(self, limit: int | None = None) -> list[str]:
+        """`skipped <file>: <reason>` for each file skipped with errors; past `limit` of them, a line counting the
+        rest."""
+        lines = [f"skipped {error.source}: {error.reason}" for error in self.errors[:limit]]
+        if limit is not None and len(self.errors) > limit:
+            lines.append(f"... and {len(self.errors) - limit} more file(s) skipped with errors: `python ingest.py "
+                         "BOOK_DIR` names them all")
+        return lines
 
 
 def read_book(book_dir: Path, settings: Settings) -> tuple[list[Chunk], list[BookFileError], int]:
@@ -120,6 +143,7 @@ class Indexer:
         fresh = recreate or not self.store.exists()
         previous = {} if fresh else (self.store.ingest_record() or {})
         check_same_book(self.store.collection, previous, book_dir)
+        warn_if_not_a_book(book_dir)
         snapshot = BookSnapshot.take(book_dir, previous.get("files"))  # before reading: a later edit shows next time
         chunks, errors, n_files = read_book(book_dir, self.settings)
         report = IngestReport(files=n_files - len(errors), chunks=len(chunks), errors=errors)

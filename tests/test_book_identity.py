@@ -21,6 +21,7 @@ from programs.compile.artifact import (
     write_artifact,
 )
 from programs.rag.book_rag import BookRAG
+from retrievers import book_state
 from retrievers.book_index import BookIndex
 from retrievers.book_state import BookSnapshot
 from retrievers.edge_store import EdgeStore
@@ -134,8 +135,45 @@ def test_a_touched_but_unchanged_file_is_not_a_change(settings, tmp_path):
 def test_the_snapshot_keeps_recorded_hashes_of_files_whose_stat_did_not_change(tmp_path):
     book = robot_book(tmp_path / "book", "1.4 m")
     first = BookSnapshot.take(book).record()
-    forged = {**first, "intro.md": [*first["intro.md"][:2], "recorded-hash"]}
+    forged = {**first, "intro.md": [*first["intro.md"][:2], "recorded-hash", first["intro.md"][3]]}
     assert BookSnapshot.take(book, forged).record()["intro.md"][2] == "recorded-hash"  # not re-read
+
+
+def test_an_edit_that_keeps_the_size_and_puts_the_mtime_back_is_noticed(settings, tmp_path):
+    """`touch -r`: size and mtime as indexed, the text not; the inode change time moved, so the file is hashed."""
+    book = robot_book(tmp_path / "book", "3.7 m")
+    page = book / "intro.md"
+    with open_index(settings, book) as index:
+        index.ingest(progress=False)
+        indexed = page.stat()
+        time.sleep(0.02)  # past the file system clock's tick, as any real edit after an ingest is
+        page.write_text(page.read_text().replace("3.7 m", "5.2 m"))
+        os.utime(page, ns=(indexed.st_atime_ns, indexed.st_mtime_ns))
+        assert (page.stat().st_size, page.stat().st_mtime_ns) == (indexed.st_size, indexed.st_mtime_ns)
+        assert index.ingest_state() == "changed"
+        assert index.changed_files() == ["intro.md"]
+        index.update(lambda line: None)
+        assert "5.2 m" in ask(index) and "3.7 m" not in ask(index)
+
+
+def test_an_index_recorded_before_ctimes_opens_hashes_each_file_once_and_records_them(settings, tmp_path,
+                                                                                     monkeypatch):
+    book = robot_book(tmp_path / "book", "1.4 m")
+    hashed = []
+    hash_file = book_state._sha256
+    monkeypatch.setattr(book_state, "_sha256", lambda path: hashed.append(path) or hash_file(path))
+    with open_index(settings, book) as index:
+        index.ingest(progress=False)
+        record = index.store.ingest_record()
+        assert all(len(state) == 4 for state in record["files"].values())
+        index.store.set_ingest_record({**record, "files": {key: state[:3] for key, state in record["files"].items()}})
+        hashed.clear()
+        assert index.ingest_state() == "complete"  # each file hashed: unchanged
+        assert len(hashed) == 2
+        assert index.store.ingest_record() == record  # the ctimes recorded
+        hashed.clear()
+        assert index.ingest_state() == "complete"
+        assert hashed == []  # one stat per file from now on
 
 
 def test_load_program_updates_a_changed_book_and_still_warns_the_program_was_compiled_on_other_text(

@@ -506,5 +506,26 @@ def test_the_ingest_record_names_the_book_and_snapshots_every_file_it_reads(sett
     assert set(record["files"]) == {"SUMMARY.md", "intro.md", "guide/ch01-00-start.md", "guide/ch02-01-setup.md",
                                     "listings/main.rs"}
     listing = mdbook_src / "listings" / "main.rs"
-    size, mtime_ns, sha = record["files"]["listings/main.rs"]
-    assert (size, mtime_ns) == (listing.stat().st_size, listing.stat().st_mtime_ns) and len(sha) == 64
+    size, mtime_ns, sha, ctime_ns = record["files"]["listings/main.rs"]
+    now = listing.stat()
+    assert (size, mtime_ns, ctime_ns) == (now.st_size, now.st_mtime_ns, now.st_ctime_ns) and len(sha) == 64
+
+
+@pytest.mark.parametrize("bad_pages", [1, 5])
+def test_an_update_names_the_files_skipped_with_errors_a_few_then_how_many_more(settings, tmp_path, bad_pages):
+    """ask, evaluate and optimize said `1 file(s) skipped with errors` without naming the file; ingest.py names each."""
+    book = write_book(tmp_path / "book", SMALL_BOOK)
+    for n in range(1, bad_pages + 1):
+        (book / f"bad-{n}.md").write_bytes(b"\xff\xfe not text")
+    reason = "not UTF-8 text (byte 0); re-save the file as UTF-8"
+    named = [f"skipped bad-{n}.md: {reason}" for n in range(1, min(bad_pages, 3) + 1)]
+    rest = ["... and 2 more file(s) skipped with errors: `python ingest.py BOOK_DIR` names them all"]
+    said = []
+    with BookIndex(settings, book, embedder=FakeEmbedder()) as index:
+        index.update(said.append)  # ask: the first run indexes the book
+        assert said[1].startswith(f"Indexed: files 4, chunks 7, embedded 7, skipped 0, deleted 0, {bad_pages} "
+                                  "file(s) skipped with errors")
+        assert said[2:] == named + (rest if bad_pages > 3 else [])
+        said.clear()
+        index.update(said.append, reread=True)  # evaluate and optimize: the book re-read, unchanged
+        assert said == named + (rest if bad_pages > 3 else [])

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from retrievers.book_files import book_files, open_book_file
 from retrievers.markdown.fences import drop_empty_code_blocks
 from retrievers.markdown.front_matter import split_front_matter
 from retrievers.markdown.generators import SITE_GENERATORS
@@ -23,31 +24,28 @@ _MARKERS = tuple(marker for syntax in SITE_GENERATORS for marker in syntax.marke
 
 
 def find_pages(book_dir: Path) -> list[Path]:
-    """Every .md/.mdx file under the book folder, in a stable order (hidden folders and node_modules skipped).
-
-    A symlink whose target lies outside the book folder is skipped with a warning: the index, and the answers
-    quoting it, must hold only the book. A generator's file at the root that is no page (mdBook's table of
+    """Every .md/.mdx file of the book (`book_files`: regular files inside the folder, hidden folders and
+    node_modules left out), in a stable order. A page that is not read (a link leading out of the book, a named
+    pipe) is skipped with a warning saying why. A generator's file at the root that is no page (mdBook's table of
     contents, SUMMARY.md) is skipped too.
     """
-    root = Path(book_dir).resolve()
-    found = []
-    for path in sorted(Path(book_dir).rglob("*")):
-        rel = path.relative_to(book_dir).parts
-        if any(p.startswith(".") or p == "node_modules" for p in rel) or rel in _NOT_PAGES:
-            continue
-        if path.suffix.lower() in MARKDOWN_SUFFIXES and path.is_file():
-            if not path.resolve().is_relative_to(root):
-                log.warning("skipped %s: it links to %s, outside the book folder", "/".join(rel), path.resolve())
-                continue
-            found.append(path)
-    return found
+    walked = book_files(book_dir)
+    for rel, why in walked.skipped.items():
+        if _is_page(rel):
+            log.warning("skipped %s: %s", rel, why)
+    return [Path(file.path) for file in walked.files if _is_page(file.rel)]
+
+
+def _is_page(rel: str) -> bool:
+    return PurePosixPath(rel).suffix.lower() in MARKDOWN_SUFFIXES and tuple(rel.split("/")) not in _NOT_PAGES
 
 
 def parse_page(path: Path, book_dir: Path, base_url: str = "/docs", toc: Mapping[str, str] | None = None) -> Page:
     """`toc` maps sources to the titles the book's table of contents gives them (see `toc_titles`)."""
     source = PurePosixPath(Path(path).relative_to(book_dir)).as_posix()
     try:
-        raw = Path(path).read_bytes().decode("utf-8-sig")
+        with open_book_file(path) as handle:
+            raw = handle.read().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise BookFileError(source, f"not UTF-8 text (byte {exc.start}); re-save the file as UTF-8") from None
     except OSError as exc:
