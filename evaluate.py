@@ -26,6 +26,7 @@ from pathlib import Path
 from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging, user_path
 from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
 from bookrag.errors import ExitCode
+from bookrag.terminal_text import printable
 from programs.evaluate.styles import STYLE_CHOICES
 
 ZERO_SHOT, BASELINE = "zero-shot", "baseline"
@@ -281,6 +282,7 @@ def evaluate_retrieval(args, settings) -> int:
 def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from programs.evaluate.figures import TERMINAL
 
@@ -289,7 +291,7 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
                           f"({first['n_answerable']} answerable, {first['n_must_refuse']} must refuse)")
     overall.add_column("metric")
     for name in reports:
-        overall.add_column(name, justify="right")
+        overall.add_column(Text(printable(name)), justify="right")
     for figure in TERMINAL:
         if figure.name in first:
             overall.add_row(figure.label, *(figure_cell(figure, report) for report in reports.values()))
@@ -298,9 +300,9 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
     per_category.add_column("category")
     per_category.add_column("n", justify="right")
     for name in reports:
-        per_category.add_column(name, justify="right")
-    for category, row in first["per_category"].items():
-        per_category.add_row(category, str(row["n"]),
+        per_category.add_column(Text(printable(name)), justify="right")
+    for category, row in first["per_category"].items():  # the question file's words: no rich markup, no escapes
+        per_category.add_row(Text(printable(category)), str(row["n"]),
                              *(category_cell(r["per_category"][category]) for r in reports.values()))
     console = Console()
     console.print(overall)
@@ -312,13 +314,14 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
 def per_style_table(reports: dict[str, dict]):
     """n, and per program the share passed, wrongly refused and wrong or partial, for each style."""
     from rich.table import Table
+    from rich.text import Text
 
     first = next(iter(reports.values()))
     table = Table(title="Per style: share passed · answerable wrongly refused · answerable wrong or partial")
     table.add_column("style")
     table.add_column("n", justify="right")
     for name in reports:
-        table.add_column(name, justify="right")
+        table.add_column(Text(printable(name)), justify="right")
     for style, row in first["per_style"].items():
         table.add_row(style, str(row["n"]), *(style_cell(r["per_style"][style]) for r in reports.values()))
     return table
@@ -348,13 +351,14 @@ def category_cell(row: dict) -> str:
 def print_retrieval(report: dict) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=f"Retrieval on {report['collection']} — {report['mode']}, k={report['k']}, n={report['n']}")
     table.add_column("category")
     table.add_column("n", justify="right")
     table.add_column(f"recall@{report['k']}", justify="right")
     for category, row in report["per_category"].items():
-        table.add_row(category, str(row["n"]), f"{row['recall_at_k']:.2f}")
+        table.add_row(Text(printable(category)), str(row["n"]), f"{row['recall_at_k']:.2f}")
     table.add_row("all", str(report["n"]), f"{report['recall_at_k']:.2f}", style="bold")
     console = Console()
     console.print(table)

@@ -93,7 +93,7 @@ class ScrubbingFormatter(logging.Formatter):
     without control characters: a warning may quote a page's file name or front matter."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return printable(scrub(super().format(record)))
+        return shown(super().format(record))
 
 
 def setup_logging(verbose: bool = False) -> None:
@@ -133,14 +133,19 @@ def run(main) -> None:
 
 
 def notice(message: str) -> None:
-    """A line for the user on stderr, at once (stdout may be --json)."""
-    print(message, file=sys.stderr, flush=True)
+    """A line for the user on stderr, at once (stdout may be --json); `shown`: it may name a book's file."""
+    print(shown(message), file=sys.stderr, flush=True)
 
 
 def error_line(message: str) -> None:
-    """`error: <message>` on stderr, without secrets, and without control characters a message may quote from a
-    book, a server or a question."""
-    print(f"error: {printable(scrub(message))}", file=sys.stderr)
+    """`error: <message>` on stderr; `shown`: it may quote a book, a server or a question."""
+    print(f"error: {shown(message)}", file=sys.stderr)
+
+
+def shown(message: str) -> str:
+    """A message, notice or log line as stderr gets it: without secrets, and without control characters (escape
+    sequences, bidirectional controls) it may quote from a book, a server or a question."""
+    return printable(scrub(message))
 
 
 def _reader_gone() -> bool:

@@ -1,5 +1,5 @@
-"""Text a book wrote reaches the terminal inert: control characters and escape sequences are shown as escapes;
-a typed line that is not UTF-8 is shown with its bad bytes."""
+"""Text a book wrote reaches the terminal inert: control characters, escape sequences and bidirectional controls
+are shown as escapes; a typed line that is not UTF-8 is shown with its bad bytes."""
 
 from __future__ import annotations
 
@@ -22,6 +22,13 @@ ESC, BEL, CSI = "\x1b", "\x07", "\x9b"
 def test_control_characters_and_escape_sequences_are_shown_as_escapes(raw, shown):
     assert printable(raw) == shown
     assert not any(ord(c) < 32 and c not in "\n\t" or 0x7f <= ord(c) <= 0x9f for c in printable(raw))
+
+
+@pytest.mark.parametrize("control", ["\u061c", "\u200e", "\u200f", *map(chr, range(0x202a, 0x202f)),
+                                     *map(chr, range(0x2066, 0x206a))])
+def test_bidirectional_controls_are_shown_as_escapes(control):
+    """U+202E shows the heading `Limits of <U+202E>gnp.exe` as "Limits of exe.png": it says what it is not."""
+    assert printable(f"Limits of {control}gnp.exe") == f"Limits of \\u{ord(control):04x}gnp.exe"
 
 
 def test_text_newlines_tabs_and_other_scripts_are_left_as_they_are():

@@ -19,6 +19,9 @@ REPORT_OUTPUT = OutputKind("evaluation report", REPORT_FILE, ("settings", "progr
 PREDICTION_COLUMNS = ("program", "id", "category", "style", "question", "answerable", "refused", "refusal_reason", "mode",
                       "answer", "cited_sources", "gold_sources", "gate_probability", "gate_threshold", "top_dense",
                       *QUESTION_FIGURES, "error")
+# A cell a spreadsheet reads as a formula (`=HYPERLINK(...)` in a question runs when the file is opened): OWASP's
+# "CSV injection" list of first characters. Such a cell gets a leading `'`, which spreadsheets read as "text".
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
@@ -50,10 +53,16 @@ def write_predictions_csv(path: Path, reports: dict[str, dict]) -> Path:
             writer.writeheader()
             for name, report in reports.items():
                 for row in report["rows"]:
-                    writer.writerow({
+                    cells = {
                         **row, "program": name, "cited_sources": "; ".join(dict.fromkeys(row["cited_sources"])),
                         "gold_sources": "; ".join(row["gold_sources"]),
                         "result": "error" if row["error"] else "pass" if row["passed"] else "fail",
-                    })
+                    }
+                    writer.writerow({column: as_text_cell(value) for column, value in cells.items()})
 
     return atomic_write(path, write)
+
+
+def as_text_cell(value):
+    """`value`, or a text that a spreadsheet would run as a formula, with a leading `'` (numbers stay numbers)."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(_FORMULA_START) else value

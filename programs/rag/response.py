@@ -9,6 +9,10 @@ from typing import Literal
 
 from programs.refusal.reasons import RefusalReason
 
+# A title or heading, as a citation or passage shows it: a book's heading may be any length (a 100 KB one was printed
+# whole under Sources, and made `--json` 300 KB).
+MAX_TITLE_CHARS = 200
+
 
 class ResponseMode(StrEnum):
     """Who wrote the answer."""
@@ -66,7 +70,7 @@ class Response:
             standalone_query=pred.query if history else None,
             gate=pred.gate,
             passages=[{"n": n, "chunk_id": p.id, "score": p.score, "dense_score": p.dense_score,
-                       "sparse_score": p.sparse_score, "source": p.source, "heading": p.heading}
+                       "sparse_score": p.sparse_score, "source": p.source, "heading": shown_title(p.heading)}
                       for n, p in enumerate(pred.passages, start=1)],
         )
 
@@ -76,10 +80,15 @@ class Response:
 
 def _citations(pred) -> list[Citation]:
     return [
-        Citation(title=p.title, heading=p.heading, url=p.url, source=p.source, module=p.module, chunk_id=p.id,
-                 score=round(p.dense_score if p.dense_score is not None else p.score, 4))
+        Citation(title=shown_title(p.title), heading=shown_title(p.heading), url=p.url, source=p.source,
+                 module=p.module, chunk_id=p.id, score=round(p.dense_score if p.dense_score is not None else p.score, 4))
         for p in (pred.passages[n - 1] for n in pred.citations)
     ]
+
+
+def shown_title(text: str) -> str:
+    """`text`, or its first MAX_TITLE_CHARS characters ending in an ellipsis when it is longer."""
+    return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 1] + "…"
 
 
 def token_usage(pred) -> dict:
