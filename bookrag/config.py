@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from urllib.parse import SplitResult, urlsplit
 
 from bookrag.errors import ConfigError
 from bookrag.redaction import mask_url
@@ -142,12 +143,31 @@ def _one_of(*choices: str):
 
 
 def _http_url(echo: bool):
-    """An http(s) URL; shown in the error with its credentials masked, or (a base URL may carry them) not at all."""
+    """An http(s) URL with a host and a port a client can use; shown in the error with its credentials masked, or
+    (a base URL may carry them) not at all."""
     def check(value: str) -> str | None:
-        if re.match(r"https?://[^/\s]+", value):
-            return None
-        return "must be an http:// or https:// URL" + (f", got {mask_url(value)!r}" if echo else "")
+        got = f", got {mask_url(value)!r}" if echo else ""
+        if not re.match(r"https?://[^/\s]+", value):
+            return "must be an http:// or https:// URL" + got
+        try:
+            parts = urlsplit(value)
+        except ValueError:  # an unclosed `[`, or a host that is no host once normalized; the message would echo it
+            return f"is not a URL a client can read: check its host (an IPv6 address goes in [ ]){got}"
+        if not parts.hostname:
+            return "names no host" + got
+        if not 1 <= _port(parts) <= 65535:
+            return "must name a port from 1 to 65535" + got
+        return None
     return check
+
+
+def _port(parts: SplitResult) -> int:
+    """The URL's port (443 or 80 when it names none); 0 when it is not a number or beyond 65535."""
+    try:
+        port = parts.port
+    except ValueError:
+        return 0
+    return (443 if parts.scheme == "https" else 80) if port is None else port
 
 
 def _lm_string(value: str) -> str | None:
@@ -195,7 +215,7 @@ VARIABLES = (
     Variable("QDRANT_URL", "qdrant_url", check=_http_url(echo=True)),
     Variable("QDRANT_API_KEY", "qdrant_api_key", Secret),
     Variable("QDRANT_HOST", "qdrant_host"),
-    Variable("QDRANT_PORT", "qdrant_port", **_NUMBER, check=_at_least(1)),
+    Variable("QDRANT_PORT", "qdrant_port", **_NUMBER, check=_between(1, 65535)),
     Variable("BOOKRAG_TOP_K", "top_k", **_NUMBER, check=_between(1, MAX_TOP_K)),
     Variable("BOOKRAG_LM", "lm", check=_lm_string),
     Variable("BOOKRAG_LM_MAX_TOKENS", "lm_max_tokens", **_NUMBER, check=_at_least(1)),

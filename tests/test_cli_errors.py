@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -219,6 +220,54 @@ def test_a_default_artifact_without_its_manifest_exits_2_before_anything_is_inde
                                        env=env_for(tmp_path)), 2)
     assert f"error: {default / 'manifest.json'} is missing: {default}, the compiled program used by default" in stderr
     assert not (tmp_path / "data" / "qdrant").exists()
+
+
+@pytest.mark.parametrize("variables, message", [
+    ({"QDRANT_URL": "http://u:pw@[::1"},
+     "QDRANT_URL is not a URL a client can read: check its host (an IPv6 address goes in [ ]), got 'http://***@[::1'"),
+    ({"QDRANT_URL": "http://127.0.0.1:99999"},
+     "QDRANT_URL must name a port from 1 to 65535, got 'http://127.0.0.1:99999'"),
+    ({"QDRANT_HOST": "127.0.0.1", "QDRANT_PORT": "99999"}, "QDRANT_PORT must be between 1 and 65535, got 99999"),
+])
+def test_a_qdrant_address_no_client_can_use_exits_2_naming_it_and_not_its_password(tmp_path, book, variables,
+                                                                                     message):
+    """These exited 70, "a bug in bookrag", from inside the Qdrant client."""
+    result = run_script("ask.py", "What is a node?", "--book", book, cwd=tmp_path, env=env_for(tmp_path, **variables))
+    stderr = one_line_error(result, 2)
+    assert message in stderr and "u:pw" not in stderr
+    assert not (tmp_path / "data").exists()
+
+
+def compiled_program(book, folder):
+    """An artifact folder for `book` as optimize.py writes it (a refusal gate only), its manifest matching what the
+    tests configure."""
+    folder.mkdir(parents=True)
+    manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "local", "embedder": "minilm384",
+                "collection": "book__minilm384", "book": str(book), "index_fingerprint": "0" * 16,
+                "answer_mode": "extractive"}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "program.json").write_text("{}")
+    return folder
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "program.json"])
+def test_an_artifact_file_nested_200000_deep_exits_2_naming_it(tmp_path, book, name):
+    """Reading it raised RecursionError: exit 70."""
+    artifact = compiled_program(book, tmp_path / "compiled")
+    (artifact / name).write_text("[" * 200_000 + "]" * 200_000)
+    result = run_script("ask.py", "What is a node?", "--book", book, "--program", artifact, cwd=tmp_path,
+                        env=env_for(tmp_path), timeout=180)
+    stderr = one_line_error(result, 2)
+    assert f"error: {artifact / name} is nested too deeply to read: it was hand-edited or is not from bookrag" in stderr
+
+
+def test_a_module_the_book_does_not_have_exits_4_listing_the_modules_it_has(tmp_path, book):
+    """It was answered as a refusal (exit 1) saying only that modules are named as in citations."""
+    result = run_script("ask.py", "What is a node?", "--book", book, "--module", "ros", cwd=tmp_path,
+                        env=env_for(tmp_path), timeout=180)
+    stderr = one_line_error(result, 4)
+    assert f"error: --module 'ros' is not a module of {book}; its modules: general, ros2, sim (named as in " \
+        "citations)" in stderr
 
 
 def test_an_embedding_cache_that_cannot_be_opened_exits_3_naming_it(tmp_path, book):

@@ -124,6 +124,8 @@ def read_manifest(artifact_dir: Path) -> dict:
         raise ArtifactError(f"{path} is missing: the artifact is incomplete; recompile with `python optimize.py`") from None
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); recompile") from None
+    except RecursionError:
+        raise too_deep(path) from None
     missing = [k for k in MANIFEST_KEYS if k not in manifest] if isinstance(manifest, dict) else list(MANIFEST_KEYS)
     if missing:
         raise ArtifactError(f"{path} lacks {', '.join(missing)}: it was edited or is from another tool; recompile")
@@ -197,11 +199,19 @@ def check_demo_counts(path: Path) -> None:
         state = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return  # program.load says the file is missing or corrupt
+    except RecursionError:
+        raise too_deep(path) from None
     for predictor, predictor_state in state.items() if isinstance(state, dict) else ():
         demos = predictor_state.get("demos") if isinstance(predictor_state, dict) else None
         if isinstance(demos, list) and len(demos) > MAX_DEMOS:
             raise ArtifactError(f"{path}: {predictor}.demos holds {len(demos)} demos; at most {MAX_DEMOS} are "
                                 "sent with each question: recompile with `python optimize.py`")
+
+
+def too_deep(path: Path) -> ArtifactError:
+    """The error for a JSON file nested deeper than Python's reader goes (no file bookrag writes comes close)."""
+    return ArtifactError(f"{path} is nested too deeply to read: it was hand-edited or is not from bookrag; "
+                         "recompile with `python optimize.py`")
 
 
 def check_artifact(manifest: dict, artifact_dir: Path, settings: Settings, index, lm=None) -> None:

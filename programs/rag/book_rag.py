@@ -44,6 +44,7 @@ from retrievers.passage import Passage
 
 log = logging.getLogger(__name__)
 MAX_QUERY_WORDS = 500
+MAX_QUERY_CHARS = 20 * MAX_QUERY_WORDS  # a question with few spaces (a pasted blob) is cut as well
 MIN_SELECTION_COVERAGE = 0.5  # share of the question's content words the selection must contain
 # Under this share of the question's content words in its hybrid passages, the question is in other words than the
 # book's: it is searched by meaning alone (`search`).
@@ -94,6 +95,7 @@ class BookRAG(dspy.Module):
 
     def forward(self, question: str, history=(), selected_text: str = "", module: str | None = None,
                 k: int | None = None) -> dspy.Prediction:
+        question = bounded_question(question)  # every path to an answer (ask, evaluate, optimize) comes through here
         if selected_text:
             return self.answer_from_selection(question, selected_text, history)
         started = time.perf_counter()
@@ -231,10 +233,7 @@ class BookRAG(dspy.Module):
             raise ValueError("Query cannot be empty")
         if top_k is not None and (problem := setting_problem("top_k", top_k)):
             raise ValueError(f"top_k {problem}")
-        words = query.split()
-        if len(words) > MAX_QUERY_WORDS:
-            log.warning("query has %d words; keeping the first %d", len(words), MAX_QUERY_WORDS)
-            query = " ".join(words[:MAX_QUERY_WORDS])
+        query = bounded_question(query)  # as `forward` reads it: the Response and a chat's history hold this
         started = time.perf_counter()
         inputs = {"question": query, "history": tuple(history or ()), "selected_text": selected_text or "",
                   "module": module, "k": top_k}
@@ -247,6 +246,18 @@ class BookRAG(dspy.Module):
 
     async def ask_async(self, query: str, **kwargs) -> Response:
         return await asyncio.to_thread(self.ask, query, **kwargs)
+
+
+def bounded_question(question: str) -> str:
+    """`question`, or its first MAX_QUERY_WORDS words within MAX_QUERY_CHARS characters when it is longer: the work
+    on a question grows with its length (a 10 MB question ran for minutes), and no book question needs more."""
+    words = question.split(maxsplit=MAX_QUERY_WORDS)  # the first words, and the rest in one piece
+    if len(words) <= MAX_QUERY_WORDS and len(question) <= MAX_QUERY_CHARS:
+        return question
+    cut = " ".join(words[:MAX_QUERY_WORDS])[:MAX_QUERY_CHARS]
+    log.warning("the question is %d characters long; keeping the first %d words, at most %d characters",
+                len(question), MAX_QUERY_WORDS, MAX_QUERY_CHARS)
+    return cut
 
 
 def misses_the_words(query: str, passages: list[Passage]) -> bool:
