@@ -217,7 +217,7 @@ def run_settings(args, settings, index, programs: dict, threads: int) -> dict:
 def below_gate(min_accuracy: float | None, name: str, report: dict) -> int:
     """BELOW_GATE, said on stderr, when the program's combined score is below --min-accuracy; else OK."""
     if min_accuracy is not None and report["combined"] < min_accuracy:
-        print(f"{name}: combined {report['combined']:.3f} is below --min-accuracy {min_accuracy}", file=sys.stderr)
+        notice(f"{name}: combined {report['combined']:.3f} is below --min-accuracy {min_accuracy}")
         return ExitCode.BELOW_GATE
     return ExitCode.OK
 
