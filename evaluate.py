@@ -185,6 +185,7 @@ def answer_questions(args, settings, specs: list[str], questions: list, out_dir:
     all of them), and the exit code of a stop signal (None when every program finished)."""
     from programs.compile.artifact import check_artifact, read_manifest
     from programs.evaluate.program_runs import ProgramRuns, signals_stop_the_run
+    from programs.rag.book_rag import MAX_QUERY_CHARS
     from retrievers import BookIndex
 
     progress = False if args.json else None
@@ -194,7 +195,8 @@ def answer_questions(args, settings, specs: list[str], questions: list, out_dir:
                 check_artifact(read_manifest(Path(spec)), Path(spec), settings, index)
         index.update(notice, progress, reread=True)  # incremental: a no-op when the book is unchanged
         programs = {spec: build_program(spec, index, settings) for spec in specs}
-        index.retriever.search(questions[0].question, k=1)  # load the embedding model before anything is timed
+        # Load the embedding model before anything is timed (with no more of the question than the program reads).
+        index.retriever.search(questions[0].question[:MAX_QUERY_CHARS], k=1)
         judge = next(iter(programs.values())).lm if args.semantic_f1 else None
         threads = answer_threads(args.threads, settings)
         run = ProgramRuns(programs, questions, out_dir, run_settings(args, settings, index, programs, threads))
