@@ -62,7 +62,7 @@ def generated_answer(program, q, query: str, passages) -> str | None:
     return answer if mode == "generated" and verdict else None
 
 
-def _claims_unsupported(question: str, answer: str, passages) -> bool:
+def _claims_unsupported(question: str, answer: str, passages, history) -> bool:
     # what `grounded_citations` refuses: a claim that no retrieved passage holds, whatever the answer cites
     return not check_claims(answer, [p.cited_text for p in passages], question=question).supported
 
@@ -130,7 +130,7 @@ def main() -> None:
                 row["right"] += correct
                 reached_refuse += not q.answerable
                 for reason, fails in CHECKS:
-                    if not fails(q.question, answer, passages):
+                    if not fails(q.question, answer, passages, q.history):
                         continue
                     if correct or not q.answerable:
                         (cost if correct else catches)[reason].append(q.id)

@@ -1,10 +1,14 @@
-"""`check_answer`: the checks after the LM, as one function of the answer, its citations, the passages and the
-question. Each refusal reason has a case that trips it and a near case that passes."""
+"""`check_answer`: the checks after the LM, as one function of the answer, its citations, the passages, the
+question and the turns before it. Each refusal reason has a case that trips it and a near case that passes."""
 
 from __future__ import annotations
 
-import pytest
+from dataclasses import replace
 
+import pytest
+from dspy.utils import DummyLM
+
+from programs.rag.book_rag import BookRAG
 from programs.refusal.answer_checks import check_answer
 from programs.refusal.reasons import RefusalReason
 from retrievers.passage import Passage
@@ -143,3 +147,81 @@ def test_an_asked_number_that_the_answer_does_not_state_is_refused():
 
 def test_a_quoted_answer_is_only_checked_for_citations():
     assert check("How tall is Kestrel?", "Kestrel is 9 m tall.", generated=False).passed
+
+
+# -- follow-ups: the subject is in the conversation -------------------------------------------------------------
+
+# The bundled book's QoS section, as retrieved for the README's follow-up (datasets/humanoid-primer, ROS 2 chapter)
+QOS = [
+    passage("Not every stream deserves the same treatment. ROS 2 expresses these needs with **QoS policies**, "
+            "attached to every publisher and subscriber.\n\n| Policy | Options | What it controls |\n|---|---|---|\n"
+            "| Depth | an integer; the default is 10 | N, the queue size used with `KEEP_LAST` |\n"
+            "| Reliability | `RELIABLE`, `BEST_EFFORT` | whether lost samples are retransmitted |", 1),
+    passage("Most code starts from a preset. The default profile is `RELIABLE`, `VOLATILE`, and `KEEP_LAST` with a "
+            "depth of 10, which suits ordinary command and status topics. The sensor-data preset, exposed in rclpy as "
+            "`qos_profile_sensor_data`, switches to `BEST_EFFORT` with a depth of 5, trading completeness for low "
+            "latency. Kestrel's camera and IMU drivers both publish with the sensor-data preset.", 2),
+    passage("`/joint_states` is consumed by the whole-body controller with a deadline of 4 ms, which is two missed "
+            "cycles at the 500 Hz publishing rate. When the deadline is missed, the controller receives a "
+            "\"requested deadline missed\" event and commands the joints into a damped safe-stop.", 3),
+]
+# The README's chat: the local model's first answer, then its draft for the follow-up, which restates the depth
+DEPTH_TURN = {"question": "What QoS depth does the IMU topic use?", "answer": "The QoS depth for the IMU topic is 5."}
+RELIABILITY = "And what reliability does it use?"
+RELIABILITY_ANSWER = "The sensor-data QoS preset uses a depth of 5 and BEST_EFFORT reliability."
+
+
+def test_a_follow_ups_answer_may_restate_the_number_of_the_turn_before_it():
+    checked = check_answer(RELIABILITY, RELIABILITY_ANSWER, [2], QOS, history=[DEPTH_TURN])
+    assert checked.passed and checked.citations == [2, 1]  # passage 1 names "QoS"
+    # the same answer to a question that stands alone states a depth no sentence about reliability holds
+    assert check_answer(RELIABILITY, RELIABILITY_ANSWER, [2], QOS).refusal is RefusalReason.VALUE_OFF_SUBJECT
+
+
+@pytest.mark.parametrize("answer", [
+    "It uses BEST_EFFORT, with a deadline of 4 ms.",  # the joint states' figures: about neither turn's subject
+    "It uses BEST_EFFORT at 500 Hz.",
+    "It uses RELIABLE reliability, with a depth of 10.",  # a depth, as the earlier question asks, but not the one
+])
+def test_a_follow_ups_number_that_neither_its_subject_nor_the_turn_before_holds_is_refused(answer):
+    checked = check_answer(RELIABILITY, answer, [2, 3], QOS, history=[DEPTH_TURN])
+    assert checked.refusal is RefusalReason.VALUE_OFF_SUBJECT
+
+
+# A must-refuse follow-up of the bundled set (r-020): the book never gives the model's GPU memory
+WHISPER_TURN = {"question": "Which speech recognition model transcribes Kestrel's voice commands?",
+                "answer": "Whisper small.en through the faster-whisper library, running on the Orin NX GPU with int8 "
+                          "quantization and a beam size of 5."}
+VOICE = [
+    passage("Transcription uses the Whisper `small.en` model through the faster-whisper library, running on the Orin NX "
+            "GPU with int8 quantization and a beam size of 5. The English-only model is both faster and more accurate "
+            "on English than the multilingual model of the same size.", 1),
+    passage("Kestrel has a circular array of four microphones on top of its head, sampled at 16 kHz. Nothing is "
+            "transcribed until the wake phrase \"Hey Kestrel\" is detected with a confidence above 0.6; after that the "
+            "robot listens for at most 8 seconds.", 2),
+]
+
+
+def test_a_must_refuse_follow_up_answered_with_a_figure_of_the_earlier_subject_is_still_refused():
+    # 0.6 is the wake word's confidence: a sentence about transcribing (the earlier question's words), not about
+    # the model's memory, and a figure the earlier turn never stated
+    answer = "Whisper small.en takes 0.6 GB of GPU memory on the Orin NX."
+    checked = check_answer("How much GPU memory does that model take on the Orin NX?", answer, [1, 2], VOICE,
+                           history=[WHISPER_TURN])
+    assert checked.refusal is RefusalReason.VALUE_OFF_SUBJECT
+
+
+class RetrievedQoS:
+    """A retriever that finds the QoS section for any query, as close in meaning as the gate asks."""
+
+    def search(self, query, k, module=None, mode="hybrid"):
+        return [replace(p, dense_score=0.6) for p in QOS[:k]]
+
+
+def test_the_program_checks_a_follow_up_with_its_history():
+    lm = DummyLM([{"standalone_query": "What reliability does the IMU topic use?"},
+                  {"reasoning": "Passage 2.", "answer": RELIABILITY_ANSWER, "citations": [2], "answerable": True}])
+    program = BookRAG(RetrievedQoS(), lm=lm, k=3, context_words=0)
+    program.gate.threshold = 0.0  # the gate's decision is not under test
+    response = program.ask(RELIABILITY, history=[DEPTH_TURN])
+    assert not response.is_refusal and response.answer == RELIABILITY_ANSWER

@@ -109,7 +109,7 @@ class BookRAG(dspy.Module):
             return _refusal(REFUSAL_MESSAGE, RefusalReason.GATE, query, passages, gate, timing)
         answer, citations, verdict, mode = self.write_answer(question, query, passages, history)
         timing["generation_time_ms"] = (time.perf_counter() - retrieved) * 1000
-        checked = check_answer(question, answer, citations, passages, answerable=verdict,
+        checked = check_answer(question, answer, citations, passages, history=history, answerable=verdict,
                                generated=mode == ResponseMode.GENERATED)
         if not checked.passed:
             return _refusal(REFUSAL_MESSAGE, checked.refusal, query, passages, gate, timing)

@@ -1,7 +1,8 @@
 """The checks a written answer must pass before the user sees it, in order: the model's own verdict, claims the
 retrieved passages hold (numbers, versions and names; they also say which passage to cite when the model cited none),
-a citation, then the content checks: code the passages show, numbers that belong to the question's subject, words
-from the book rather than from memory, and the kind of value the question asks for.
+a citation, then the content checks: code the passages show, numbers that belong to the question's subject (or that
+a follow-up restates from the turn before it), words from the book rather than from memory, and the kind of value
+the question asks for.
 
 One function, `check_answer`, returns the citations to keep and the refusal reason, if any. A quoted (extractive)
 answer is the book's own sentences: it cannot state what the passages do not hold, so only its citations are checked.
@@ -10,7 +11,7 @@ answer is the book's own sentences: it cannot state what the passages do not hol
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from programs.refusal.asked_value import asked_value
@@ -35,25 +36,26 @@ class AnswerCheck:
         return self.refusal is None
 
 
-def _code_unsupported(question: str, answer: str, passages: list[Passage]) -> bool:
+def _code_unsupported(question: str, answer: str, passages: list[Passage], history: Sequence[dict]) -> bool:
     return bool(unsupported_code(answer, [p.cited_text for p in passages]))
 
 
-def _value_off_subject(question: str, answer: str, passages: list[Passage]) -> bool:
-    return bool(values_off_subject(answer, question, passages))
+def _value_off_subject(question: str, answer: str, passages: list[Passage], history: Sequence[dict]) -> bool:
+    return bool(values_off_subject(answer, question, passages, history))
 
 
-def _content_unsupported(question: str, answer: str, passages: list[Passage]) -> bool:
+def _content_unsupported(question: str, answer: str, passages: list[Passage], history: Sequence[dict]) -> bool:
     return content_support(answer, question, [p.cited_text for p in passages]) < MIN_CONTENT_SUPPORT
 
 
-def _asked_value_missing(question: str, answer: str, passages: list[Passage]) -> bool:
+def _asked_value_missing(question: str, answer: str, passages: list[Passage], history: Sequence[dict]) -> bool:
     # Asked for a price, a number or a date and wrote none: the passages did not hold it
     asked = asked_value(question)
     return bool(asked) and asked.kind in VALUE_ANSWERS and not asked.held_by(answer)
 
 
-CONTENT_CHECKS: tuple[tuple[RefusalReason, Callable[[str, str, list[Passage]], bool]], ...] = (
+# Each reads (question, answer, passages, the earlier turns of the conversation) and says whether the answer fails.
+CONTENT_CHECKS: tuple[tuple[RefusalReason, Callable[[str, str, list[Passage], Sequence[dict]], bool]], ...] = (
     (RefusalReason.UNSUPPORTED_CODE, _code_unsupported),
     (RefusalReason.VALUE_OFF_SUBJECT, _value_off_subject),
     (RefusalReason.UNSUPPORTED_CONTENT, _content_unsupported),
@@ -62,8 +64,9 @@ CONTENT_CHECKS: tuple[tuple[RefusalReason, Callable[[str, str, list[Passage]], b
 
 
 def check_answer(question: str, answer: str, citations: list[int], passages: list[Passage], *,
-                 answerable: bool = True, generated: bool = True) -> AnswerCheck:
-    """Keep the answer (with its citations, repaired) or name why it is refused."""
+                 history: Sequence[dict] = (), answerable: bool = True, generated: bool = True) -> AnswerCheck:
+    """Keep the answer (with its citations, repaired) or name why it is refused. `history`: the earlier turns
+    ({"question", "answer"}); a follow-up's answer may restate the last one."""
     if not answerable:
         return AnswerCheck([], RefusalReason.MODEL)
     if not generated:
@@ -73,5 +76,5 @@ def check_answer(question: str, answer: str, citations: list[int], passages: lis
         return AnswerCheck([], RefusalReason.UNSUPPORTED_CLAIM)
     if not grounded:  # cited nothing, and states no number, version or name that would say which passage to cite
         return AnswerCheck([], RefusalReason.NO_CITATION)
-    failed = next((reason for reason, fails in CONTENT_CHECKS if fails(question, answer, passages)), None)
+    failed = next((reason for reason, fails in CONTENT_CHECKS if fails(question, answer, passages, history)), None)
     return AnswerCheck([] if failed else grounded, failed)
