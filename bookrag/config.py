@@ -23,6 +23,8 @@ from bookrag.redaction import mask_url
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_BOOK = PROJECT_ROOT / "datasets" / "humanoid-primer"
 BUNDLED_QUESTIONS = PROJECT_ROOT / "datasets" / "humanoid-primer.csv"
+# The trained reader: a LoRA adapter for the packaged model (adapters/reader/manifest.json says how it was trained).
+SHIPPED_ADAPTER = PROJECT_ROOT / "adapters" / "reader" / "adapter.gguf"
 REFUSAL_MESSAGE = "I couldn't find information about that in the book."
 SELECTION_REFUSAL_MESSAGE = (
     "I can only answer based on the selected text, and the answer is not present there."
@@ -125,6 +127,15 @@ def _path(raw: str) -> Path:
     return Path(raw).expanduser()
 
 
+def _adapter(raw: str) -> Path | None:
+    """A LoRA adapter GGUF, or `none` for the packaged model as it is."""
+    return None if raw.lower() == "none" else _path(raw)
+
+
+def _a_file(value: Path) -> str | None:
+    return None if value.is_file() else f"must be a file (a LoRA adapter GGUF) or none, got {value}"
+
+
 def _at_least(low: float):
     return lambda value: None if value >= low else f"must be at least {low}, got {value}"
 
@@ -223,6 +234,7 @@ VARIABLES = (
     Variable("BOOKRAG_LM_RETRIES", "lm_retries", **_NUMBER, check=_at_least(0)),
     Variable("BOOKRAG_LM_API_BASE", "lm_api_base", lambda raw: raw.rstrip("/"), check=_http_url(echo=False)),
     Variable("BOOKRAG_LOCAL_MODEL", "local_model", _path),
+    Variable("BOOKRAG_LOCAL_ADAPTER", "local_adapter", _adapter, check=_a_file),
     Variable("BOOKRAG_ANSWER_MODE", "answer_mode", str.lower, check=_one_of(*AnswerMode)),
     Variable("BOOKRAG_LM_THREADS", "lm_threads", **_NUMBER, check=_at_least(1)),
     Variable("BOOKRAG_EXPAND", "expand", str.lower, check=_one_of(*ExpandMode)),
@@ -294,6 +306,8 @@ class Settings:
     lm_retries: int = 3
     lm_api_base: str | None = None  # an OpenAI-compatible server for the hosted model
     local_model: Path | None = None  # a GGUF for `lm == "local"`; default: the packaged Qwen2.5-Coder 1.5B Instruct
+    # A LoRA adapter the local model answers with; default: the shipped trained reader (None: the model as it is).
+    local_adapter: Path | None = SHIPPED_ADAPTER if SHIPPED_ADAPTER.is_file() else None
     # Who writes the answer: the LM (`generated`, ChainOfThought) or the book's own sentences (`extractive`, fast).
     answer_mode: str = AnswerMode.GENERATED
     # llama.cpp threads for the local model: 2 is fastest on an idle 2-core machine, but its threads spin-wait

@@ -38,13 +38,9 @@ def make_lm(settings: Settings) -> dspy.LM:
     """
     configure_cache(settings)
     if settings.lm == "local":
-        engine = LlamaCppEngine(settings.local_model, settings.data_dir / "models", max_tokens=settings.lm_max_tokens,
-                                n_threads=settings.lm_threads)
-        # In-process failures are not transient: nothing to retry. DSPy keys its cache by the call's arguments, and
-        # the model string names the file only by its stem: the metadata tag (which the engine ignores) keys the
-        # answers by the GGUF itself, so another model file never replays this one's answers.
-        return dspy.LM(f"local/{engine.name}", engine=engine, max_tokens=settings.lm_max_tokens, num_retries=0,
-                       temperature=0.0, metadata={"gguf": engine.identity})
+        engine = LlamaCppEngine(settings.local_model, settings.data_dir / "models", adapter=settings.local_adapter,
+                                max_tokens=settings.lm_max_tokens, n_threads=settings.lm_threads)
+        return local_lm(engine)
     # An OpenAI-compatible server (llama.cpp, vLLM, Ollama) goes through LiteLLM's route, which spells the token cap
     # `max_tokens`: DSPy's native route sends `max_completion_tokens`, which llama.cpp's server ignores (an
     # uncapped answer ran to 6,928 tokens).
@@ -59,6 +55,26 @@ def make_lm(settings: Settings) -> dspy.LM:
         )
     except (ValueError, LMError) as exc:  # e.g. "openai/", or a reasoning model under 16k max_tokens
         raise ConfigError(f"BOOKRAG_LM={settings.lm!r} cannot be used: {exc}") from None
+
+
+def local_lm(engine: LlamaCppEngine) -> dspy.LM:
+    """The `dspy.LM` of an in-process model."""
+    # In-process failures are not transient: nothing to retry. DSPy keys its cache by the call's arguments, and the
+    # model string names the file only by its stem: the metadata tag (which the engine ignores) keys the answers by
+    # the GGUF and the adapter themselves, so another model file or adapter never replays this one's answers.
+    return dspy.LM(f"local/{engine.name}", engine=engine, max_tokens=engine.max_tokens, num_retries=0,
+                   temperature=0.0, metadata={"gguf": engine.identity})
+
+
+def with_adapter(lm: dspy.LM, adapter: Path | None) -> dspy.LM:
+    """The same local model with another LoRA adapter (None: none), e.g. a compiled program's trained reader."""
+    engine = lm.engine
+    if lm_mode(lm) != "local" or not isinstance(engine, LlamaCppEngine):
+        raise ConfigError(f"a trained reader runs on the local model, not on {lm.model}: set BOOKRAG_LM=local")
+    if engine.adapter == adapter:
+        return lm
+    return local_lm(LlamaCppEngine(engine.gguf, engine.models_dir, adapter=adapter, max_tokens=engine.max_tokens,
+                                   n_ctx=engine.n_ctx, n_threads=engine.n_threads))
 
 
 def lm_mode(lm: dspy.LM) -> Literal["local", "hosted"]:

@@ -12,7 +12,9 @@ process.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -78,7 +80,8 @@ def _text(system) -> str:
 
 
 class LlamaCppEngine:
-    """Runs a chat GGUF: `gguf` (a user's file) or, when None, the packaged default assembled into `models_dir`.
+    """Runs a chat GGUF: `gguf` (a user's file) or, when None, the packaged default assembled into `models_dir`;
+    with `adapter`, a LoRA adapter GGUF (a trained reader, programs/train/) applied to it.
 
     The model loads on the first call and is shared by every engine of the process that names the same file
     (notebooks that load a program twice, `--compare`): a lock serializes calls, because a llama.cpp context is
@@ -88,9 +91,10 @@ class LlamaCppEngine:
     spin-wait on each other, so next to another busy process 1 thread decodes several times faster (measured).
     """
 
-    def __init__(self, gguf: str | Path | None, models_dir: str | Path, *, max_tokens: int = 256,
-                 n_ctx: int = 4096, n_threads: int = 2):
+    def __init__(self, gguf: str | Path | None, models_dir: str | Path, *, adapter: str | Path | None = None,
+                 max_tokens: int = 256, n_ctx: int = 4096, n_threads: int = 2):
         self.gguf = Path(gguf).expanduser() if gguf else None
+        self.adapter = Path(adapter).expanduser() if adapter else None
         self.models_dir = Path(models_dir)
         self.max_tokens, self.n_ctx, self.n_threads = max_tokens, n_ctx, n_threads
         self.load_seconds: float | None = None  # how long the first load took, reported apart from answers
@@ -106,20 +110,25 @@ class LlamaCppEngine:
 
     @property
     def identity(self) -> str:
-        """The GGUF the answers come from: the packaged model by its checksum, a file of your own by its path, size and
-        modification time (hashing a GB at every start would cost seconds). Part of every cached answer's key."""
+        """The weights the answers come from: the packaged model by its checksum, a file of your own by its path, size
+        and modification time (hashing a GB at every start would cost seconds); and the adapter by its checksum. Part
+        of every cached answer's key, and of every stored prompt prefix's."""
         if self.gguf is None:
-            return f"sha256:{QWEN_CODER_1_5B.sha256}"
-        path = self.gguf.resolve()
-        if not path.is_file():
-            return str(path)  # the first call says it is not a file
-        stat = path.stat()
-        return f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+            model = f"sha256:{QWEN_CODER_1_5B.sha256}"
+        elif not (path := self.gguf.resolve()).is_file():
+            model = str(path)  # the first call says it is not a file
+        else:
+            stat = path.stat()
+            model = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+        if self.adapter is None:
+            return model
+        return f"{model}+lora:{adapter_checksum(self.adapter) if self.adapter.is_file() else self.adapter}"
 
     @property
     def _key(self) -> tuple:
         """What the process-wide model is shared by (the packaged file's path, without assembling it)."""
-        return str(self.gguf or self.models_dir / QWEN_CODER_1_5B.file_name), self.n_ctx, self.n_threads
+        model = str(self.gguf or self.models_dir / QWEN_CODER_1_5B.file_name)
+        return model, str(self.adapter or ""), self.n_ctx, self.n_threads
 
     def __deepcopy__(self, memo):
         # Optimizers and `Module.load` deep-copy programs; the copies share this engine (and its loaded model).
@@ -180,6 +189,24 @@ class LlamaCppEngine:
                     raise ContextLengthError(str(exc), provider="local") from exc
                 raise
 
+    def model_path(self) -> Path:
+        """The GGUF file the engine runs (the packaged one is assembled first if it is not there yet)."""
+        return self.gguf if self.gguf else QWEN_CODER_1_5B.path(self.models_dir)
+
+    def chat_tokens(self, messages: list[dict[str, str]]) -> tuple[list[int], list[int]]:
+        """(prefix, prompt): the tokens llama.cpp reads for chat `messages`, with the reply's turn opened, and their
+        leading part that every prompt of a program shares (every message but the last). Training reads examples
+        through this, so it learns from the very tokens the model is given here."""
+        llama = self._load().llama
+        with self._load().lock:
+            tokens, _ = self._prompt_tokens(llama, messages)
+            return self._prefix_tokens(llama, messages, tokens), tokens
+
+    def reply_tokens(self, text: str) -> list[int]:
+        """A reply as the model writes it: its tokens, then the end-of-turn token it stops at."""
+        llama = self._load().llama
+        return llama.tokenize(text.encode("utf-8"), add_bos=False, special=False) + [llama.token_eos()]
+
     def _prompt_tokens(self, llama, messages: list[dict[str, str]], reply: bool = True) -> tuple[list[int], list[str]]:
         """The chat template's rendering of `messages` (opening the reply's turn if `reply`), tokenized, and the
         template's stop strings."""
@@ -215,15 +242,25 @@ class LlamaCppEngine:
                 'the local model needs llama-cpp-python: run `make setup`, or CMAKE_ARGS="-DGGML_NATIVE=OFF" '
                 "pip install llama-cpp-python (it compiles for minutes)"
             ) from exc
-        path = self.gguf if self.gguf else QWEN_CODER_1_5B.path(self.models_dir)
+        path = self.model_path()
         if not path.is_file():
             raise ConfigurationError(f"BOOKRAG_LOCAL_MODEL={path} is not a file: point it at a .gguf model")
+        if self.adapter is not None and not self.adapter.is_file():
+            raise ConfigurationError(f"BOOKRAG_LOCAL_ADAPTER={self.adapter} is not a file: point it at a LoRA adapter "
+                                     "GGUF, or set it to none")
+        # A prefix's KV state read with an adapter is wrong without it, and the other way round.
         prefixes = PromptPrefixStore(self.models_dir / "prompt-prefixes",
-                                     f"{path.name}:{path.stat().st_size}:{self.n_ctx}")
+                                     f"{path.name}:{path.stat().st_size}:{self.n_ctx}:{self.identity}")
+        adapter = {"lora_path": str(self.adapter)} if self.adapter else {}
         try:
-            return LoadedModel(Llama(str(path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False), prefixes)
-        except ValueError as exc:  # llama.cpp's "Failed to load model from file"
+            with _quiet_stderr():  # llama.cpp warns per adapted matrix that it cannot use its repacked kernels
+                llama = Llama(str(path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False, **adapter)
+        except ValueError as exc:  # llama.cpp's "Failed to load model from file" / "Failed to ... LoRA adapter ..."
+            if self.adapter:
+                raise ConfigurationError(f"cannot load {path} with the adapter {self.adapter} ({exc}): is the adapter "
+                                         "a LoRA GGUF trained for this model?") from None
             raise ConfigurationError(f"cannot load {path} with llama.cpp ({exc}): is it a GGUF model?") from None
+        return LoadedModel(llama, prefixes)
 
     def close(self) -> None:
         """Free the model's memory; the next call loads it again."""
@@ -236,11 +273,38 @@ class LlamaCppEngine:
     # DSPy saves an LM with a custom engine (e.g. a predictor's own LM) through these two.
     def dump_state(self) -> dict:
         return {"gguf": str(self.gguf) if self.gguf else None, "models_dir": str(self.models_dir),
+                "adapter": str(self.adapter) if self.adapter else None,
                 "max_tokens": self.max_tokens, "n_ctx": self.n_ctx, "n_threads": self.n_threads}
 
     @classmethod
     def load_state(cls, state: dict) -> LlamaCppEngine:
         return cls(state.get("gguf"), **{k: v for k, v in state.items() if k != "gguf"})
+
+
+@contextmanager
+def _quiet_stderr():
+    """Whatever the C library writes to file descriptor 2 meanwhile goes nowhere (Python's own errors still raise)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def adapter_checksum(path: Path) -> str:
+    """The first 16 hex digits of an adapter file's sha256 (a few MB: milliseconds), remembered per file state."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _CHECKSUMS:
+        _CHECKSUMS[key] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return _CHECKSUMS[key]
+
+
+_CHECKSUMS: dict[tuple, str] = {}
 
 
 def _load_prefix(llama, prefixes: PromptPrefixStore, prefix: list[int], tokens: list[int]) -> None:
