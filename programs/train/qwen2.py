@@ -1,0 +1,106 @@
+"""The qwen2 decoder in torch, with LoRA: the forward pass llama.cpp runs, written out so that training can start
+at any layer and share a prompt prefix between examples.
+
+Two things make training affordable on 2 cores. The layers below the adapted ones never change, so their output
+for an example is computed once (`run` over the frozen layers, without gradients) and the training steps start
+from it. And every example starts with the same system prompt: its keys and values are computed once per batch
+(`prefix`) and every example of the batch attends to them.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from programs.train.gguf_weights import ModelShape
+from programs.train.lora import LoraWeights
+
+KeyValues = tuple[torch.Tensor, torch.Tensor]  # (batch 1, kv heads, positions, head dim) each
+
+
+class Qwen2Decoder:
+    def __init__(self, shape: ModelShape, tensors: dict[str, torch.Tensor], lora: LoraWeights | None = None):
+        self.shape, self.w, self.lora = shape, tensors, lora
+        inverse = 1.0 / shape.rope_base ** (torch.arange(0, shape.head_dim, 2, dtype=torch.float64) / shape.head_dim)
+        self.inverse_frequencies = inverse
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.w["token_embd.weight"][ids]
+
+    def run(self, h: torch.Tensor, layers: range, start: int, prefix: list[KeyValues] | None = None,
+            outputs: torch.Tensor | None = None) -> tuple[torch.Tensor, list[KeyValues]]:
+        """Hidden states `h` (batch, positions, hidden) through `layers`, the first position at `start`; each layer's
+        queries also attend to its `prefix` keys and values (positions 0..start-1). Returns the output and each
+        layer's own keys and values. `outputs` (batch, n): the only positions whose output is wanted; the last layer
+        then computes its queries and MLP for those alone (the loss reads a reply's few positions)."""
+        cos, sin = self._rotary(start, h.shape[1])
+        own = []
+        for n, layer in enumerate(layers):
+            wanted = outputs if n == len(layers) - 1 else None
+            h, kv = self._layer(layer, h, cos, sin, prefix[n] if prefix else None, wanted)
+            own.append(kv)
+        return h, own
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        return _rms_norm(h, self.w["output_norm.weight"], self.shape.norm_eps) @ self.w["output.weight"].T
+
+    def _layer(self, layer: int, h: torch.Tensor, cos, sin, prefix: KeyValues | None, wanted: torch.Tensor | None):
+        s, w = self.shape, self.w
+        batch, length, _ = h.shape
+        x = _rms_norm(h, w[f"blk.{layer}.attn_norm.weight"], s.norm_eps)
+        k = self._linear(layer, "attn_k", x).view(batch, length, s.kv_heads, s.head_dim).transpose(1, 2)
+        v = self._linear(layer, "attn_v", x).view(batch, length, s.kv_heads, s.head_dim).transpose(1, 2)
+        k = _rotate(k, cos, sin)
+        rows = torch.arange(length).expand(batch, length) if wanted is None else wanted  # (batch, queries)
+        if wanted is not None:
+            h, x = _gather(h, wanted), _gather(x, wanted)
+            cos, sin = cos[wanted].unsqueeze(1), sin[wanted].unsqueeze(1)
+        queries = x.shape[1]
+        q = self._linear(layer, "attn_q", x).view(batch, queries, s.heads, s.head_dim).transpose(1, 2)
+        q = _rotate(q, cos, sin)
+        held = prefix[0].shape[2] if prefix is not None else 0
+        if prefix is not None:
+            k = torch.cat([prefix[0].expand(batch, -1, -1, -1), k], dim=2)
+            v = torch.cat([prefix[1].expand(batch, -1, -1, -1), v], dim=2)
+        if wanted is None and prefix is None:
+            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        else:  # a query sees the prefix and its own position and those before it
+            mask = torch.arange(held + length) <= (rows + held).unsqueeze(-1)  # (batch, queries, keys)
+            attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.unsqueeze(1), enable_gqa=True)
+        own = (k[:, :, held:], v[:, :, held:])
+        attended = attended.transpose(1, 2).reshape(batch, queries, s.hidden)
+        h = h + self._linear(layer, "attn_output", attended)
+        x = _rms_norm(h, w[f"blk.{layer}.ffn_norm.weight"], s.norm_eps)
+        gated = F.silu(self._linear(layer, "ffn_gate", x)) * self._linear(layer, "ffn_up", x)
+        return h + self._linear(layer, "ffn_down", gated), own
+
+    def _linear(self, layer: int, matrix: str, x: torch.Tensor) -> torch.Tensor:
+        y = x @ self.w[f"blk.{layer}.{matrix}.weight"].T
+        bias = self.w.get(f"blk.{layer}.{matrix}.bias")
+        if bias is not None:
+            y = y + bias
+        if self.lora is not None and (delta := self.lora.delta(layer, matrix, x)) is not None:
+            y = y + delta
+        return y
+
+    def _rotary(self, start: int, length: int):
+        positions = torch.arange(start, start + length, dtype=torch.float64)
+        angles = torch.outer(positions, self.inverse_frequencies)
+        angles = torch.cat([angles, angles], dim=-1)
+        return angles.cos().float(), angles.sin().float()
+
+
+def _gather(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """x[b, rows[b, i]] for each batch row b: (batch, n, hidden)."""
+    return torch.gather(x, 1, rows.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding, NEOX style (the two halves of each head rotate together), as qwen2 uses."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
