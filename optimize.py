@@ -1,8 +1,8 @@
 """Compile the BookRAG program against a labeled question set and write it to `artifacts/<name>/`.
 
-    python optimize.py [--optimizer labeled|bootstrap|random-search|mipro|gepa] [--book DIR] [--questions FILE]
-                       [--lm MODEL] [--teacher-lm MODEL] [--answer-mode generated|extractive]
-                       [--out DIR] [--max-demos N] [--threads N] [--seed N] [--json] [--verbose]
+    python optimize.py [--optimizer labeled|bootstrap|random-search|mipro|gepa|finetune] [--book DIR]
+                       [--questions FILE] [--lm MODEL] [--teacher-lm MODEL] [--answer-mode generated|extractive]
+                       [--out DIR] [--max-demos N] [--epochs N] [--threads N] [--seed N] [--json] [--verbose]
 
 Calibrates the refusal gate and compiles candidate programs on the train split, scores them on dev, keeps the
 zero-shot program unless a compiled one beats it outside noise, and writes `program.json` + `manifest.json`
@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not 0 <= args.max_demos <= MAX_DEMOS or args.threads < 1:
-        parser.error(f"--max-demos must be from 0 to {MAX_DEMOS} and --threads >= 1")
+    if not 0 <= args.max_demos <= MAX_DEMOS or args.threads < 1 or args.epochs < 1:
+        parser.error(f"--max-demos must be from 0 to {MAX_DEMOS}, and --threads and --epochs at least 1")
     setup_logging(args.verbose)
     settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
     out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
@@ -64,6 +64,9 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--max-demos", type=int, default=4,
                         help=f"most demos per predictor (at most {MAX_DEMOS}); bootstrap and labeled also try half as many "
                              "(default 4)")
+    parser.add_argument("--epochs", type=int, default=2,
+                        help="finetune: passes over the training examples; early stopping on held-out examples may "
+                             "end it sooner (default 2)")
     parser.add_argument("--threads", type=int, default=1, help="parallel LM calls while compiling (default 1)")
     parser.add_argument("--seed", type=int, default=0,
                         help="random seed for the optimizers, the dev subset and the selection's bootstrap (default 0)")
@@ -90,7 +93,8 @@ def compile_artifact(args, settings, out: Path, say) -> dict:
         questions_path = _synthetic_questions(settings, lm, out, progress, say)
     train, dev = _train_and_dev(questions_path)
     random.seed(args.seed)
-    optimizer = OptimizerSettings(args.optimizer, args.max_demos, args.threads, args.seed, args.teacher_lm)
+    optimizer = OptimizerSettings(args.optimizer, args.max_demos, args.threads, args.seed, args.teacher_lm,
+                                  args.epochs, str(settings.data_dir / "training" / book_name(settings.book_dir)))
     started = time.time()
     with BookIndex(settings) as index:
         report = index.update(notice, progress, reread=True)  # incremental: a no-op when unchanged

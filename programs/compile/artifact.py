@@ -20,9 +20,10 @@ from bookrag.output_folder import OutputFolder, OutputKind
 
 log = logging.getLogger(__name__)
 
-PROGRAM_FILE, MANIFEST_FILE = "program.json", "manifest.json"
+PROGRAM_FILE, MANIFEST_FILE, ADAPTER_FILE = "program.json", "manifest.json", "adapter.gguf"
 MANIFEST_KEYS = ("bookrag_version", "dspy_version", "lm", "embedder", "collection", "book", "index_fingerprint")
-ARTIFACT_OUTPUT = OutputKind("compiled program", MANIFEST_FILE, MANIFEST_KEYS, (PROGRAM_FILE, MANIFEST_FILE))
+ARTIFACT_OUTPUT = OutputKind("compiled program", MANIFEST_FILE, MANIFEST_KEYS,
+                             (PROGRAM_FILE, MANIFEST_FILE, ADAPTER_FILE))
 # Demos per predictor, at most: every demo is sent with every question (a bootstrapped one carries its passages,
 # ~1 KB). 32 is 8x optimize's default --max-demos and above what DSPy's few-shot optimizers keep by default
 # (16 labeled + 4 bootstrapped); a program.json edited to hold 20,000 sent a 22.5 MB request to a hosted LM.
@@ -41,6 +42,7 @@ def build_manifest(settings: Settings, index, program, result, optimizer, datase
         "lm": settings.lm,
         "teacher_lm": optimizer.teacher_lm,
         "local_model": program.lm.model.removeprefix("local/") if lm_mode(program.lm) == "local" else None,
+        "reader": reader_record(program),
         "answer_mode": settings.answer_mode,
         "embedder": index.embedder.name,
         "embedder_model": index.embedder.model_id,
@@ -58,6 +60,21 @@ def build_manifest(settings: Settings, index, program, result, optimizer, datase
         "duration_s": round(time.time() - started, 1),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+
+
+def reader_record(program) -> dict | None:
+    """The local reader's LoRA adapter, None without one: the artifact's own (`adapter.gguf`, trained by this
+    compile, with its training record) or the configured one (the shipped reader), each with its checksum."""
+    adapter = getattr(getattr(program.lm, "engine", None), "adapter", None)
+    if adapter is None:
+        return None
+    training = getattr(program, "training", None)
+    return {"adapter": ADAPTER_FILE if training else project_relative(adapter), "sha256": file_sha256(adapter),
+            "training": training}
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def dataset_record(path: Path, train: int, dev: int, synthetic: bool) -> dict:
@@ -99,6 +116,8 @@ def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
     staging.mkdir()
     try:
         program.save(str(staging / PROGRAM_FILE))
+        if (manifest.get("reader") or {}).get("adapter") == ADAPTER_FILE:  # the trained reader travels with it
+            shutil.copyfile(program.lm.engine.adapter, staging / ADAPTER_FILE)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
         if target.exists():
@@ -181,6 +200,7 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
     if manifest.get("local_model") and program.lm.model != f"local/{manifest['local_model']}":
         log.warning("%s was compiled with the local model %s, not %s: its demos may suit the new model less; "
                     "recompile with `python optimize.py`", artifact_dir, manifest["local_model"], program.lm.model)
+    bind_reader(program, manifest.get("reader"), artifact_dir)
     check_demo_counts(artifact_dir / PROGRAM_FILE)
     try:
         program.load(str(artifact_dir / PROGRAM_FILE))  # JSON state; DSPy refuses pickles unless allowed
@@ -191,6 +211,25 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
                             f"version ({exc}); recompile with `python optimize.py`") from None
     program.manifest = manifest
     return program
+
+
+def bind_reader(program, reader: dict | None, artifact_dir: Path) -> None:
+    """Answer with the artifact's own trained reader when it has one (checked against its checksum); warn when it was
+    compiled with another adapter than the one configured (its gate was fitted to that reader's answers)."""
+    from programs.lm.language_model import with_adapter
+
+    reader = reader or {}
+    configured = getattr(getattr(program.lm, "engine", None), "adapter", None)
+    if reader.get("adapter") == ADAPTER_FILE:
+        path = artifact_dir / ADAPTER_FILE
+        if not path.is_file() or file_sha256(path) != reader.get("sha256"):
+            raise ArtifactError(f"{path} is missing or not the adapter this program was trained with (its sha256 "
+                                "differs from the manifest's): recompile with `python optimize.py --optimizer finetune`")
+        program.lm = with_adapter(program.lm, path)
+    elif (reader.get("sha256") if reader else None) != (file_sha256(configured) if configured else None):
+        log.warning("%s was compiled with the local reader adapter %s, but %s is configured (BOOKRAG_LOCAL_ADAPTER): "
+                    "its refusal gate was fitted to the other reader's answers; recompile with `python optimize.py`",
+                    artifact_dir, reader.get("adapter") or "none", configured or "none")
 
 
 def check_demo_counts(path: Path) -> None:

@@ -20,7 +20,7 @@ from programs.evaluate.metrics import combined_score, feedback_score
 from programs.rag.book_rag import format_history
 from programs.rag.context import format_context
 
-OPTIMIZERS = ("bootstrap", "labeled", "random-search", "mipro", "gepa")
+OPTIMIZERS = ("bootstrap", "labeled", "random-search", "mipro", "gepa", "finetune")
 # Measured on the dev splits with the local model (README: "Choosing an optimizer").
 DEFAULT_OPTIMIZER = "bootstrap"
 
@@ -32,6 +32,8 @@ class OptimizerSettings:
     threads: int = 1
     seed: int = 0
     teacher_lm: str | None = None  # recorded by name; the dspy.LM itself is passed to `compile_predictors`
+    epochs: int = 2  # finetune: passes over the training examples (early stopping may end it sooner)
+    training_dir: str | None = None  # finetune: where the training keeps its checkpoint and writes the adapter
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -67,11 +69,26 @@ def compile_predictors(program, settings: OptimizerSettings, train: list[Questio
                             auto="light", num_threads=settings.threads, seed=settings.seed,
                             max_bootstrapped_demos=settings.max_demos, max_labeled_demos=0)
         return optimizer.compile(program, teacher=teacher, trainset=trainset, valset=valset)
+    if settings.name == "finetune":
+        return finetune(program, settings, train)
     if settings.name == "gepa":
         optimizer = GEPA(metric=feedback_score, auto="light", reflection_lm=teacher_lm or program.lm,
                          num_threads=settings.threads, seed=settings.seed)
         return optimizer.compile(program, trainset=trainset, valset=valset)
     raise ValueError(f"unknown optimizer {settings.name!r}: choose one of {', '.join(OPTIMIZERS)}")
+
+
+def finetune(program, settings: OptimizerSettings, train: list[Question]):
+    """The program answering through a LoRA adapter trained on `train` (programs/compile/finetune.py); the
+    training's record is the compiled program's `training`, for the manifest."""
+    from programs.compile.finetune import FinetuneSettings, ReaderFinetune
+    from programs.train.trainer import TrainingPlan
+
+    plan = TrainingPlan(epochs=settings.epochs, seed=settings.seed)
+    teleprompter = ReaderFinetune(FinetuneSettings(plan=plan), settings.training_dir or "training")
+    compiled = teleprompter.compile(program, train)
+    compiled.training = teleprompter.record
+    return compiled
 
 
 def traceable(program, questions: list[Question], seed: int) -> list[Question]:

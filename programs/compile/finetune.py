@@ -1,0 +1,151 @@
+"""`ReaderFinetune`: DSPy's BootstrapFinetune for the local reader, trained on the CPU.
+
+It writes a reply for every training question (programs/compile/reader_targets.py: the program's own right replies,
+reference answers, refusals), renders each as the exact chat the program sends llama.cpp, trains a LoRA adapter
+on the replies (programs/train/), and returns the program answering through the packaged model with that adapter.
+Training starts from the adapter the student already answers with (the shipped reader, by default), so a book's
+own compile trains on top of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bookrag.questions import Question
+from programs.compile.artifact import ADAPTER_FILE
+from programs.compile.reader_targets import ReaderTarget, reader_targets
+from programs.lm.chat_adapter import BookChatAdapter
+from programs.lm.language_model import with_adapter
+from programs.lm.llama_cpp_engine import LlamaCppEngine
+from programs.train.lora import LoraConfig
+from programs.train.trainer import TrainingPlan
+
+HELD_OUT_SHARE = 0.1  # of the training examples, held out for early stopping (at least 8)
+
+
+@dataclass(frozen=True)
+class FinetuneSettings:
+    lora: LoraConfig = field(default_factory=LoraConfig)
+    plan: TrainingPlan = field(default_factory=TrainingPlan)
+    bootstrap: bool = True  # the program's own right replies as targets where it has them
+
+    def as_dict(self) -> dict:
+        return {"lora": self.lora.as_dict(), "plan": self.plan.as_dict(), "bootstrap": self.bootstrap}
+
+
+class ReaderFinetune:
+    def __init__(self, settings: FinetuneSettings, folder: str | Path, progress: bool | None = None, say=print):
+        self.settings, self.folder, self.progress, self.say = settings, Path(folder), progress, say
+        self.record: dict = {}  # the manifest's `training`, once compiled
+
+    def compile(self, student, trainset: list[Question]):
+        """A copy of `student` answering with a LoRA adapter trained on `trainset` (`<folder>/adapter.gguf`); the
+        manifest's record of the training is `self.record`."""
+        compiled = student.deepcopy()
+        compiled.lm = with_adapter(student.lm, self.fit([(student, trainset)]))
+        return compiled
+
+    def fit(self, books: list[tuple[object, list[Question]]]) -> Path:
+        """Train one adapter on the questions of several books, each with its own program (its own index), and
+        write it to `<folder>/adapter.gguf`. Every program must answer through the same local model and adapter."""
+        from programs.train.adapter_file import write_adapter
+        from programs.train.trainer import LoraTrainer
+
+        started = time.perf_counter()
+        engines = {_local_engine(program).identity: _local_engine(program) for program, _ in books}
+        if len(engines) != 1:
+            raise ValueError("the books' programs answer through different models or adapters")
+        engine = engines.popitem()[1]
+        targets, messages = [], {}
+        for program, questions in books:
+            for target in reader_targets(program, questions, self.settings.bootstrap, self.progress):
+                targets.append(target)
+                messages[target.id] = finetune_messages(program, target)
+        decoder, examples = self._decoder(engine), _examples(engine, messages)
+        train, held_out = held_out_split(examples, self.settings.plan.seed)
+        self.say(f"Training the reader on {len(train)} examples (held out for early stopping: {len(held_out)}); "
+                 f"targets: {_sources(targets)}")
+        # The frozen layers' outputs and the checkpoint belong to this base model (and adapter).
+        work = self.folder / "training" / hashlib.sha256(engine.identity.encode()).hexdigest()[:12]
+        record = LoraTrainer(decoder, self.settings.plan, work, self.progress, self.say).fit(train, held_out)
+        adapter = write_adapter(decoder.lora, self.folder / ADAPTER_FILE)
+        self.record = {
+            "base_adapter": str(engine.adapter) if engine.adapter else None,
+            "settings": self.settings.as_dict(),
+            "data_sha256": hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest(),
+            "targets": len(targets), "sources": _counts(t.source for t in targets),
+            "styles": _counts(t.style or ("must-refuse" if t.source == "refusal" else "other") for t in targets),
+            **record.as_dict(), "minutes": round((time.perf_counter() - started) / 60, 1),
+            "cpu": _cpu(), "precision": "float32",
+        }
+        return adapter
+
+    def _decoder(self, engine: LlamaCppEngine):
+        """The packaged model in torch, with LoRA weights: the student's adapter's when it has one of this shape."""
+        from programs.train.adapter_file import read_adapter
+        from programs.train.gguf_weights import read_gguf
+        from programs.train.lora import LoraWeights
+        from programs.train.qwen2 import Qwen2Decoder
+
+        self.say("Reading the model's weights for training ...")
+        shape, tensors = read_gguf(engine.model_path())
+        lora = LoraWeights(self.settings.lora, shape, seed=self.settings.plan.seed)
+        if engine.adapter is not None:
+            lora.start_from(*read_adapter(engine.adapter))
+        return Qwen2Decoder(shape, tensors, lora)
+
+
+def finetune_messages(program, target: ReaderTarget) -> list[dict[str, str]]:
+    """The chat the program sends for `target`'s inputs, ending with `target`'s reply (DSPy's finetune format)."""
+    predict = program.generate.predict
+    data = BookChatAdapter().format_finetune_data(predict.signature, predict.demos, target.inputs, target.outputs)
+    return data["messages"]
+
+
+def held_out_split(examples: list, seed: int) -> tuple[list, list]:
+    """(train, held out): a seeded HELD_OUT_SHARE of the examples (at least 8 when there are 40 or more) held out for
+    early stopping."""
+    shuffled = random.Random(seed).sample(examples, len(examples))
+    n = max(8, round(HELD_OUT_SHARE * len(shuffled))) if len(shuffled) >= 40 else 0
+    return shuffled[n:], shuffled[:n]
+
+
+def _examples(engine: LlamaCppEngine, messages: dict[str, list[dict[str, str]]]):
+    from programs.train.examples import shared_prefix, training_example
+
+    return shared_prefix([training_example(engine, example_id, chat) for example_id, chat in messages.items()])
+
+
+def _local_engine(program) -> LlamaCppEngine:
+    engine = getattr(program.lm, "engine", None)
+    if not isinstance(engine, LlamaCppEngine):
+        from bookrag.errors import ConfigError
+
+        raise ConfigError("the finetune optimizer trains the local model: set BOOKRAG_LM=local (or --lm local)")
+    return engine
+
+
+def _sources(targets: list[ReaderTarget]) -> str:
+    return ", ".join(f"{n} {source}" for source, n in _counts(t.source for t in targets).items())
+
+
+def _counts(values) -> dict[str, int]:
+    return dict(sorted(Counter(values).items()))
+
+
+def _cpu() -> str:
+    try:
+        names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                 if line.startswith("model name")]
+        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+    isa = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
+    return f"{names[0] if names else platform.machine()}, {len(names)} cores, {isa}"

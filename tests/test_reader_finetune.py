@@ -1,0 +1,128 @@
+"""The finetune optimizer's data and result, without training a real model: what the reader is taught for each kind
+of question, that an example is the program's own prompt, and that a compiled program carries its trained adapter
+(checked by checksum) and answers with it after a reload."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dspy.utils import DummyLM
+from test_artifact import manifest_for
+from test_book_rag import generated, index, make  # noqa: F401  (fixtures: the tiny book, a BookRAG over it)
+from test_reader_training import lora_with_updates
+
+from bookrag.config import REFUSAL_MESSAGE, Settings
+from bookrag.errors import ArtifactError
+from bookrag.questions import Question
+from programs.compile.artifact import (
+    ADAPTER_FILE,
+    MANIFEST_FILE,
+    file_sha256,
+    load_program,
+    reader_record,
+    write_artifact,
+)
+from programs.compile.finetune import finetune_messages, held_out_split
+from programs.compile.reader_targets import NO_PASSAGE, reader_target
+from programs.lm.chat_adapter import BookChatAdapter
+from programs.lm.language_model import make_lm, with_adapter
+from programs.rag.book_rag import BookRAG
+from programs.train.adapter_file import write_adapter
+from programs.train.lora import LoraConfig
+
+TALL = Question("q1", "How tall is Quillon the teaching robot?", True, ("intro.md",), ("1.4 m",),
+                "Quillon is 1.4 m tall.", "factual", style="book-words")
+
+
+def test_a_must_refuse_question_is_taught_the_refusal(make):  # noqa: F811
+    target = reader_target(make(), Question("r1", "What is the retail price of Quillon?", False), bootstrap=False)
+    assert target.source == "refusal"
+    assert target.outputs == {"reasoning": NO_PASSAGE, "answer": REFUSAL_MESSAGE, "citations": [],
+                              "answerable": False}
+
+
+def test_a_question_whose_context_holds_its_facts_is_taught_the_reference_quoting_the_fact(make):  # noqa: F811
+    target = reader_target(make(), TALL, bootstrap=False)
+    assert target.source == "reference" and target.style == "book-words"
+    passage = int(target.outputs["reasoning"][1])
+    assert target.outputs["reasoning"].startswith(f'[{passage}] "') and "1.4 m" in target.outputs["reasoning"]
+    assert len(target.outputs["reasoning"].split()) <= 12
+    assert target.outputs["answer"] == "Quillon is 1.4 m tall." and target.outputs["citations"] == [passage]
+    assert "1.4 m" in target.inputs["context"].split(f"[{passage}]")[1]
+
+
+def test_an_answerable_question_whose_context_lacks_every_fact_is_taught_to_refuse(make):  # noqa: F811
+    lacking = Question("q2", "How tall is Quillon the teaching robot?", True, ("intro.md",), ("2.7 m",), "It is 2.7 m.")
+    target = reader_target(make(), lacking, bootstrap=False)
+    assert target.source == "missing" and target.outputs["answerable"] is False
+
+
+def test_a_question_whose_context_holds_only_some_facts_is_left_out(make):  # noqa: F811
+    partly = Question("q3", "How tall is Quillon the teaching robot?", True, ("intro.md",), ("1.4 m", "2.7 m"), "x")
+    assert reader_target(make(), partly, bootstrap=False) is None
+
+
+@pytest.mark.parametrize("reply, source", [("Quillon stands 1.4 m tall.", "bootstrapped"),
+                                           ("Quillon is 2 m tall.", "reference")])
+def test_the_programs_own_reply_is_kept_only_when_it_states_every_fact(make, reply, source):  # noqa: F811
+    program = make(lm=DummyLM([generated(answer=reply)]))
+    target = reader_target(program, TALL, bootstrap=True)
+    assert target.source == source
+    assert target.outputs["answer"] == (reply if source == "bootstrapped" else TALL.reference_answer)
+
+
+def test_an_example_is_the_chat_the_program_sends_ending_with_the_reply(make):  # noqa: F811
+    program = make()
+    target = reader_target(program, TALL, bootstrap=False)
+    messages = finetune_messages(program, target)
+    sent = BookChatAdapter().format(program.generate.predict.signature, [], target.inputs)
+    assert messages[:-1] == sent and messages[-1]["role"] == "assistant"
+    reply = messages[-1]["content"]
+    assert reply.index("[[ ## reasoning ## ]]") < reply.index("[[ ## answer ## ]]") < reply.index("[[ ## answerable")
+    assert "Quillon is 1.4 m tall." in reply
+
+
+def test_a_tenth_of_the_examples_is_held_out_by_seed():
+    examples = list(range(100))
+    train, held = held_out_split(examples, seed=3)
+    assert len(held) == 10 and sorted(train + held) == examples and held_out_split(examples, seed=3)[1] == held
+    assert held_out_split(list(range(20)), seed=3)[1] == []
+
+
+@pytest.fixture
+def trained_artifact(small_index, tmp_path):
+    """An artifact whose program answers through a (random) adapter trained by its compile."""
+    adapter = write_adapter(lora_with_updates(LoraConfig(top_layers=1)), tmp_path / "training" / ADAPTER_FILE)
+    settings = Settings(data_dir=tmp_path / "data", book_dir=small_index.book_dir, local_adapter=None)
+    program = BookRAG(small_index.retriever, lm=with_adapter(make_lm(settings), adapter), answer_mode="extractive")
+    program.training = {"steps": 3}
+    manifest = manifest_for(small_index, reader=reader_record(program))
+    return write_artifact(program, tmp_path / "artifacts" / "small", manifest), settings
+
+
+def test_a_compiled_reader_travels_with_its_artifact_and_answers_after_a_reload(small_index, trained_artifact):
+    artifact, settings = trained_artifact
+    manifest = json.loads((artifact / MANIFEST_FILE).read_text())
+    assert manifest["reader"] == {"adapter": ADAPTER_FILE, "sha256": file_sha256(artifact / ADAPTER_FILE),
+                                  "training": {"steps": 3}}
+    program = load_program(artifact, settings, index=small_index)
+    assert program.lm.engine.adapter == artifact / ADAPTER_FILE
+    assert program.lm.kwargs["metadata"]["gguf"].endswith("+lora:" + file_sha256(artifact / ADAPTER_FILE)[:16])
+
+
+def test_an_artifact_whose_adapter_was_replaced_is_refused(small_index, trained_artifact):
+    artifact, settings = trained_artifact
+    (artifact / ADAPTER_FILE).write_bytes(b"another adapter")
+    with pytest.raises(ArtifactError, match="not the adapter this program was trained with"):
+        load_program(artifact, settings, index=small_index)
+
+
+def test_the_adapter_keys_the_models_cached_answers(tmp_path):
+    """DSPy's cache keys a call by its arguments, the model's identity among them: another adapter, other answers."""
+    base = make_lm(Settings(data_dir=tmp_path, local_adapter=None))
+    adapter = write_adapter(lora_with_updates(LoraConfig(top_layers=1)), tmp_path / "a.gguf")
+    adapted = with_adapter(base, adapter)
+    assert base.kwargs["metadata"]["gguf"] != adapted.kwargs["metadata"]["gguf"]
+    assert adapted.engine.identity.startswith(base.engine.identity + "+lora:")
+    assert with_adapter(adapted, None).kwargs["metadata"] == base.kwargs["metadata"]

@@ -1,0 +1,134 @@
+"""Train the shipped reader: a LoRA adapter for the packaged model, trained on the train splits of the books the team
+labeled, written to `adapters/reader/` (adapter.gguf and its manifest).
+
+    python train_reader.py [--epochs N] [--top-layers N] [--rank N] [--bootstrap] [--out DIR] [--seed N]
+                           [--json] [--verbose]
+
+Its questions: each training book's labeled set, train split only, and its reader-training set
+(`datasets/reader-training/`, every row train). Never book B, never a dev or test split. A book's own compile trains
+on top of this adapter (`python optimize.py --optimizer finetune`).
+Exit codes: 0 written, 2 configuration error, 3 store/embedding/LM error, 4 bad arguments or question file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging, user_path
+from bookrag.config import BUNDLED_BOOK, PROJECT_ROOT, SHIPPED_ADAPTER
+from bookrag.errors import DatasetError, ExitCode
+
+SHARED_CORPORA = PROJECT_ROOT.parent / "shared" / "corpora"
+DATASETS = PROJECT_ROOT / "datasets"
+# (book folder, labeled set: its train split is used, reader-training set: every row is train)
+TRAINING_BOOKS = (
+    (BUNDLED_BOOK, DATASETS / "humanoid-primer.csv", DATASETS / "reader-training" / "humanoid-primer.csv"),
+    (SHARED_CORPORA / "physical-ai-book-a", DATASETS / "physical-ai-book-a.csv",
+     DATASETS / "reader-training" / "physical-ai-book-a.csv"),
+    (SHARED_CORPORA / "fastapi-tutorial", DATASETS / "fastapi-tutorial.csv",
+     DATASETS / "reader-training" / "fastapi-tutorial.csv"),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from programs.train.lora import LoraConfig
+    from programs.train.trainer import TrainingPlan
+
+    lora, plan = LoraConfig(), TrainingPlan()
+    parser = ArgumentParser(description="Train the shipped reader (a LoRA adapter) on the labeled books' train splits.")
+    parser.add_argument("--epochs", type=int, default=plan.epochs, help=f"passes over the examples (default {plan.epochs})")
+    parser.add_argument("--top-layers", type=int, default=lora.top_layers,
+                        help=f"adapt the model's last N layers (default {lora.top_layers})")
+    parser.add_argument("--rank", type=int, default=lora.rank, help=f"LoRA rank (default {lora.rank})")
+    parser.add_argument("--bootstrap", action="store_true",
+                        help="use the model's own right replies as targets where it has them (one LM call per question "
+                             "whose passages hold its answer); default: the reference answers")
+    parser.add_argument("--out", type=user_path, default=SHIPPED_ADAPTER.parent,
+                        help="folder for adapter.gguf and manifest.json (default: adapters/reader/)")
+    parser.add_argument("--seed", type=int, default=plan.seed, help=f"seed of the order and initial weights (default {plan.seed})")
+    parser.add_argument("--json", action="store_true", help="print the manifest as JSON on stdout, nothing else")
+    parser.add_argument("--verbose", "-v", action="store_true", help="debug logging on stderr")
+    args = parser.parse_args(argv)
+    if min(args.epochs, args.top_layers, args.rank) < 1:
+        parser.error("--epochs, --top-layers and --rank must be at least 1")
+    setup_logging(args.verbose)
+    lora = LoraConfig(rank=args.rank, alpha=2.0 * args.rank, top_layers=args.top_layers)
+    plan = TrainingPlan(epochs=args.epochs, seed=args.seed)
+    manifest = train(lora, plan, args.bootstrap, Path(args.out), say=(lambda *_: None) if args.json else notice)
+    print(json.dumps(manifest) if args.json else f"Wrote {args.out}/ (adapter.gguf, manifest.json) in "
+                                                 f"{manifest['training']['minutes']} min")
+    return ExitCode.OK
+
+
+def train(lora, plan, bootstrap: bool, out: Path, say=notice) -> dict:
+    """Train on every training book and write the adapter and its manifest to `out`; return the manifest."""
+    from programs.compile.artifact import ADAPTER_FILE, file_sha256, project_relative
+    from programs.compile.finetune import FinetuneSettings, ReaderFinetune
+    from programs.lm.language_model import make_lm
+    from programs.rag.book_rag import BookRAG
+    from retrievers import BookIndex
+
+    settings = dataclasses.replace(load_settings(lm="local"), local_adapter=None)  # from the model as it is
+    lm = make_lm(settings)
+    finetune = ReaderFinetune(FinetuneSettings(lora, plan, bootstrap), settings.data_dir / "training" / "reader", say=say)
+    books, records = [], []
+    indexes = [BookIndex(settings, book) for book, _, _ in TRAINING_BOOKS]
+    try:
+        for index, (book, labeled, extra) in zip(indexes, TRAINING_BOOKS, strict=True):
+            index.update(say, None)
+            questions = training_questions(labeled, extra)
+            books.append((BookRAG.from_settings(settings, index, lm=lm), questions))
+            records.append({"book": project_relative(book), "questions": len(questions),
+                            "files": {project_relative(p): file_sha256(p) for p in (labeled, extra)}})
+        adapter = finetune.fit(books)
+    finally:
+        for index in indexes:
+            index.close()
+    manifest = {"adapter": ADAPTER_FILE, "sha256": file_sha256(adapter), "base_model": lm.model,
+                "base_model_identity": lm.engine.identity, "books": records, "training": finetune.record,
+                "command": "python train_reader.py" + ("" if not bootstrap else " --bootstrap"),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    write_reader(adapter, manifest, out)
+    return manifest
+
+
+def training_questions(labeled: Path, extra: Path) -> list:
+    """The labeled set's train split and every row of the reader-training set (which must all be train)."""
+    from bookrag.questions import load_questions
+
+    questions = [q for q in load_questions(labeled) if q.split == "train"]
+    more = load_questions(extra)
+    if stray := [q.id for q in more if q.split != "train"]:
+        raise DatasetError(f"{extra} holds rows outside the train split ({', '.join(stray[:3])}): training never "
+                           "reads dev or test questions")
+    return questions + more
+
+
+def write_reader(adapter: Path, manifest: dict, out: Path) -> None:
+    """adapter.gguf and manifest.json written to a fresh sibling folder, then swapped in: a killed run leaves the
+    previous adapter and its manifest, which names it by its checksum."""
+    from programs.compile.artifact import ADAPTER_FILE
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.with_name(f".{out.name}.writing-{uuid.uuid4().hex[:8]}")
+    old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
+    staging.mkdir()
+    try:
+        shutil.copyfile(adapter, staging / ADAPTER_FILE)
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+        if out.exists():
+            os.replace(out, old)
+        os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run(main)
