@@ -11,7 +11,7 @@ from conftest import PROJECT_ROOT
 
 from bookrag.errors import DatasetError
 from bookrag.questions import STYLES, Question, load_questions, seeded_split
-from programs.evaluate.metrics import fact_present
+from programs.evaluate.metrics import fact_present, normalize
 
 DATASETS = PROJECT_ROOT / "datasets"
 
@@ -338,3 +338,27 @@ def test_each_phrasing_style_has_enough_dev_and_test_questions_pooled_over_the_l
     counts = Counter((q.style, q.split) for q in questions if q.answerable)
     for style in STYLES[1:]:
         assert counts[(style, "dev")] >= 15 and counts[(style, "test")] >= 15, style
+
+
+READER_TRAINING = DATASETS / "reader-training"
+
+
+@pytest.mark.parametrize("questions, book", [("humanoid-primer.csv", DATASETS / "humanoid-primer"),
+                                             ("physical-ai-book-a.csv", BOOK_A), ("fastapi-tutorial.csv", FASTAPI)])
+def test_a_reader_training_set_is_train_only_grounded_and_asks_no_fact_of_a_dev_or_test_row(questions, book):
+    """The shipped reader trains on these (train_reader.py): every row train, every key fact verbatim in its gold
+    sources and in its reference answer, and no key fact of a dev or test row of the same file asked again."""
+    if not book.is_dir():
+        pytest.skip(f"the shared {book.name} is not beside the project")
+    rows = load_questions(READER_TRAINING / questions)
+    assert {q.split for q in rows} == {"train"} and {True, False} == {q.answerable for q in rows}
+    held_out = {(g, normalize(alternative)) for q in load_questions(DATASETS / questions) if q.split != "train"
+                for g in q.gold_sources for f in q.key_facts for alternative in ((f,) if isinstance(f, str) else f)}
+    for q in rows:
+        if not q.answerable:
+            assert not q.gold_sources and not q.key_facts and not q.reference_answer, q.id
+            continue
+        source_text = " ".join((book / g).read_text(encoding="utf-8") for g in q.gold_sources)
+        assert all(fact_present(f, source_text) and fact_present(f, q.reference_answer) for f in q.key_facts), q.id
+        asked = {(g, normalize(a)) for g in q.gold_sources for f in q.key_facts for a in ((f,) if isinstance(f, str) else f)}
+        assert not asked & held_out, q.id
