@@ -17,13 +17,13 @@ import pytest
 torch = pytest.importorskip("torch")
 gguf = pytest.importorskip("gguf")
 
-from programs.train.adapter_file import read_adapter, write_adapter  # noqa: E402
-from programs.train.examples import TrainingExample, shared_prefix  # noqa: E402
-from programs.train.frozen_start import FrozenStart  # noqa: E402
-from programs.train.gguf_weights import ModelShape  # noqa: E402
-from programs.train.lora import MATRICES, LoraConfig, LoraWeights, matrix_shape  # noqa: E402
-from programs.train.qwen2 import Qwen2Decoder  # noqa: E402
-from programs.train.trainer import CHECKPOINT, LoraTrainer, TrainingPlan  # noqa: E402
+from programs.train.adapter_file import read_adapter, write_adapter
+from programs.train.examples import TrainingExample, shared_prefix
+from programs.train.frozen_start import FrozenStart
+from programs.train.gguf_weights import ModelShape
+from programs.train.lora import MATRICES, LoraConfig, LoraWeights, matrix_shape
+from programs.train.qwen2 import Qwen2Decoder
+from programs.train.trainer import CHECKPOINT, LoraTrainer, TrainingPlan
 
 SHAPE = ModelShape(layers=4, hidden=32, ffn=48, heads=4, kv_heads=2, rope_base=10000.0, norm_eps=1e-6, vocab=40)
 
@@ -153,7 +153,7 @@ def trained(folder: Path, plan: TrainingPlan, seed: int = 0):
 
 def test_training_lowers_the_held_out_loss_and_keeps_the_best_weights(tmp_path):
     plan = TrainingPlan(epochs=3, batch_size=8, learning_rate=1e-2, evaluations_per_epoch=1, patience=3)
-    lora, record = trained(tmp_path, plan)
+    _, record = trained(tmp_path, plan)
     assert record.steps == 18 and len(record.dev_loss) == 3
     assert record.dev_loss[-1][1] < record.dev_loss[0][1] < record.train_loss[0][1]
     assert record.best_step == min(record.dev_loss, key=lambda point: point[1])[0]
