@@ -17,8 +17,8 @@ MATRICES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "
 
 @dataclass(frozen=True)
 class LoraConfig:
-    rank: int = 8
-    alpha: float = 16.0
+    rank: int = 16
+    alpha: float = 32.0
     top_layers: int = 8  # the last N layers are adapted; those below stay as they are (and are run once)
     matrices: tuple[str, ...] = MATRICES
     dropout: float = 0.05
