@@ -185,7 +185,7 @@ def answer_questions(args, settings, specs: list[str], questions: list, out_dir:
     all of them), and the exit code of a stop signal (None when every program finished)."""
     from programs.compile.artifact import check_artifact, read_manifest
     from programs.evaluate.program_runs import ProgramRuns, signals_stop_the_run
-    from programs.rag.book_rag import MAX_QUERY_CHARS
+    from programs.rag.bounded_question import MAX_QUERY_CHARS
     from retrievers import BookIndex
 
     progress = False if args.json else None

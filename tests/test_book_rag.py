@@ -30,7 +30,8 @@ from fake_openai import FakeOpenAI, serving
 from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, Settings
 from bookrag.errors import AgentError
 from programs.lm.language_model import make_lm
-from programs.rag.book_rag import MAX_QUERY_WORDS, BookRAG, format_history, valid_citations
+from programs.rag.book_rag import BookRAG, format_history, valid_citations
+from programs.rag.bounded_question import MAX_QUERY_WORDS
 from programs.rag.chat import Chat
 from programs.refusal.refusal_gate import FEATURES, RefusalGate
 from retrievers.book_index import BookIndex
@@ -429,14 +430,14 @@ def test_a_top_k_outside_1_to_50_is_rejected_before_any_search(make, top_k):
 
 def test_long_query_is_truncated_with_a_warning(make, caplog):
     query = "How tall is Quillon the teaching robot? " + " ".join(["robot"] * 600)
-    with caplog.at_level(logging.WARNING, logger="programs.rag.book_rag"):
+    with caplog.at_level(logging.WARNING, logger="programs.rag.bounded_question"):
         response = make(answer_mode="extractive").ask(query)
     assert len(response.query.split()) == MAX_QUERY_WORDS
     assert any("keeping the first 500" in r.getMessage() for r in caplog.records)
 
 
 def test_short_query_is_not_truncated_or_warned(make, caplog):
-    with caplog.at_level(logging.WARNING, logger="programs.rag.book_rag"):
+    with caplog.at_level(logging.WARNING, logger="programs.rag.bounded_question"):
         response = make(answer_mode="extractive").ask("How tall is Quillon the teaching robot?")
     assert response.query == "How tall is Quillon the teaching robot?" and not caplog.records
 

@@ -11,7 +11,8 @@ import dspy
 
 from bookrag.questions import Question
 from programs.evaluate.reports import question_row
-from programs.rag.book_rag import MAX_QUERY_CHARS, MAX_QUERY_WORDS, BookRAG
+from programs.rag.book_rag import BookRAG
+from programs.rag.bounded_question import MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from programs.rag.response import MAX_TITLE_CHARS, Response
 from programs.text.query_terms import name_terms
 from retrievers.passage import Passage

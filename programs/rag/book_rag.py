@@ -6,52 +6,42 @@ with query expansion on (`expand="parts"` or `"hyde"`), its predictor too.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Callable
 from contextlib import contextmanager
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from bookrag.config import (
-    REFUSAL_MESSAGE,
-    SELECTION_REFUSAL_MESSAGE,
-    AnswerMode,
-    ExpandMode,
-    Settings,
-    setting_problem,
-)
+from bookrag.config import REFUSAL_MESSAGE, AnswerMode, ExpandMode, Settings
 from bookrag.questions import follow_up_text
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode, make_lm
 from programs.lm.warm_up import warm_up_lm
-from programs.rag.answer_stream import stream_answer
 from programs.rag.answer_with_citations import REASONING, AnswerWithCitations, written_badly
+from programs.rag.ask_api import AskAPI
+from programs.rag.bounded_question import bounded_question
 from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_context
 from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.hyde import HyDE
 from programs.rag.query_expansion import QuestionParts, interleave
-from programs.rag.response import Response, ResponseMode
+from programs.rag.refusal_prediction import refusal_prediction
+from programs.rag.response import ResponseMode
 from programs.rag.rewrite_query import RewriteQuery, rewritten_query
+from programs.rag.selected_text import answer_from_selection
 from programs.refusal.answer_checks import check_answer
-from programs.refusal.claim_check import grounded_citations
 from programs.refusal.reasons import RefusalReason
 from programs.refusal.refusal_gate import RefusalGate
 from programs.text.query_terms import words_found
 from retrievers.passage import Passage
 
 log = logging.getLogger(__name__)
-MAX_QUERY_WORDS = 500
-MAX_QUERY_CHARS = 20 * MAX_QUERY_WORDS  # a question with few spaces (a pasted blob) is cut as well
-MIN_SELECTION_COVERAGE = 0.5  # share of the question's content words the selection must contain
 # Under this share of the question's content words in its hybrid passages, the question is in other words than the
 # book's: it is searched by meaning alone (`search`).
 MIN_WORDS_FOUND = 0.5
 
 
-class BookRAG(dspy.Module):
+class BookRAG(AskAPI, dspy.Module):
     def __init__(self, retriever=None, lm: dspy.LM | None = None, k: int = 5, search_mode: str = "hybrid",
                  answer_mode: str = "generated", expand: str = "none", context_words: int | None = None):
         super().__init__()
@@ -97,7 +87,7 @@ class BookRAG(dspy.Module):
                 k: int | None = None) -> dspy.Prediction:
         question = bounded_question(question)  # every path to an answer (ask, evaluate, optimize) comes through here
         if selected_text:
-            return self.answer_from_selection(question, selected_text, history)
+            return answer_from_selection(self, question, selected_text, format_history(history))
         started = time.perf_counter()
         query, passages = self.gate_evidence(question, history, k=k, module=module)
         retrieved = time.perf_counter()
@@ -106,13 +96,13 @@ class BookRAG(dspy.Module):
                 "calibrated": self.gate.calibrated}
         timing = {"retrieval_time_ms": (retrieved - started) * 1000}
         if not answerable:
-            return _refusal(REFUSAL_MESSAGE, RefusalReason.GATE, query, passages, gate, timing)
+            return refusal_prediction(REFUSAL_MESSAGE, RefusalReason.GATE, query, passages, gate, timing)
         answer, citations, verdict, mode = self.write_answer(question, query, passages, history)
         timing["generation_time_ms"] = (time.perf_counter() - retrieved) * 1000
         checked = check_answer(question, answer, citations, passages, history=history, answerable=verdict,
                                generated=mode == ResponseMode.GENERATED)
         if not checked.passed:
-            return _refusal(REFUSAL_MESSAGE, checked.refusal, query, passages, gate, timing)
+            return refusal_prediction(REFUSAL_MESSAGE, checked.refusal, query, passages, gate, timing)
         confidence = "high" if probability >= self.gate.high_confidence else "low"
         return dspy.Prediction(answer=answer, citations=checked.citations, passages=passages, is_refusal=False,
                                refusal_reason=None, confidence=confidence, mode=mode, query=query, gate=gate,
@@ -192,29 +182,6 @@ class BookRAG(dspy.Module):
                 return rewritten
         return follow_up_text(question, history)
 
-    def answer_from_selection(self, question: str, selected_text: str, history=()) -> dspy.Prediction:
-        """Selected-text mode: the selection is the only source; no retrieval."""
-        started = time.perf_counter()
-        selection = Passage(id="selection", score=1.0, text=selected_text, title="Selected text", heading="",
-                            module="", source="", url="")
-        if self.generates:
-            with self._lm():
-                pred = self.generate(context=format_context([selection]), question=question,
-                                     history=format_history(history))
-            answer, verdict, mode = pred.answer, bool(pred.answerable), ResponseMode.GENERATED
-        else:
-            extract = self.extract(question, [selection])
-            answer, verdict, mode = extract.answer, extract.coverage >= MIN_SELECTION_COVERAGE, ResponseMode.EXTRACTIVE
-        timing = {"retrieval_time_ms": 0.0, "generation_time_ms": (time.perf_counter() - started) * 1000}
-        if not verdict or not answer:
-            return _refusal(SELECTION_REFUSAL_MESSAGE, RefusalReason.NOT_IN_SELECTION, question, [], {}, timing)
-        # A number, version or name the selection does not hold came from memory. Only this check: on the train and
-        # dev selections, the subject and content checks also refused two right answers (benchmarks in README).
-        if mode == ResponseMode.GENERATED and grounded_citations(answer, [selection.cited_text], [1], question) is None:
-            return _refusal(SELECTION_REFUSAL_MESSAGE, RefusalReason.UNSUPPORTED_CLAIM, question, [], {}, timing)
-        return dspy.Prediction(answer=answer, citations=[], passages=[], is_refusal=False, refusal_reason=None,
-                               confidence="low", mode=mode, query=question, gate={}, **timing)
-
     @contextmanager
     def _lm(self, parse_errors: bool = True):
         """The program's LM and adapter for this call only (dspy.context is per-thread; dspy.configure is not).
@@ -223,41 +190,6 @@ class BookRAG(dspy.Module):
         lm = {"lm": self.lm} if self.lm is not None else {}
         with dspy.context(adapter=BookChatAdapter(), **lm), lm_errors(parse_errors=parse_errors):
             yield
-
-    # -- the seed-001 API ------------------------------------------------------------------------------------
-    def ask(self, query: str, *, top_k: int | None = None, module: str | None = None, history=None,
-            selected_text: str | None = None, on_answer_text: Callable[[str], None] | None = None) -> Response:
-        """The answer to `query`, checked. `on_answer_text` receives the LM's answer piece by piece as it is
-        written: a draft, which the returned Response replaces (the checks may refuse it)."""
-        if not query or not query.strip():
-            raise ValueError("Query cannot be empty")
-        if top_k is not None and (problem := setting_problem("top_k", top_k)):
-            raise ValueError(f"top_k {problem}")
-        query = bounded_question(query)  # as `forward` reads it: the Response and a chat's history hold this
-        started = time.perf_counter()
-        inputs = {"question": query, "history": tuple(history or ()), "selected_text": selected_text or "",
-                  "module": module, "k": top_k}
-        with dspy.context(track_usage=True):
-            if on_answer_text is None:
-                pred = self(**inputs)
-            else:
-                pred = stream_answer(self, self.generate.predict, on_answer_text, **inputs)
-        return Response.from_prediction(pred, query, history=history, started=started)
-
-    async def ask_async(self, query: str, **kwargs) -> Response:
-        return await asyncio.to_thread(self.ask, query, **kwargs)
-
-
-def bounded_question(question: str) -> str:
-    """`question`, or its first MAX_QUERY_WORDS words within MAX_QUERY_CHARS characters when it is longer: the work
-    on a question grows with its length (a 10 MB question ran for minutes), and no book question needs more."""
-    words = question.split(maxsplit=MAX_QUERY_WORDS)  # the first words, and the rest in one piece
-    if len(words) <= MAX_QUERY_WORDS and len(question) <= MAX_QUERY_CHARS:
-        return question
-    cut = " ".join(words[:MAX_QUERY_WORDS])[:MAX_QUERY_CHARS]
-    log.warning("the question is %d characters long; keeping the first %d words, at most %d characters",
-                len(question), MAX_QUERY_WORDS, MAX_QUERY_CHARS)
-    return cut
 
 
 def misses_the_words(query: str, passages: list[Passage]) -> bool:
@@ -283,10 +215,3 @@ def valid_citations(citations, n_passages: int) -> list[int]:
         if 1 <= number <= n_passages and number not in valid:
             valid.append(number)
     return valid
-
-
-def _refusal(message, reason, query, passages, gate, timing) -> dspy.Prediction:
-    timing = {"retrieval_time_ms": 0.0, "generation_time_ms": 0.0, **timing}
-    return dspy.Prediction(answer=message, citations=[], passages=passages, is_refusal=True, refusal_reason=reason,
-                           confidence="none", mode=ResponseMode.REFUSED, query=query, gate=gate, **timing)
-

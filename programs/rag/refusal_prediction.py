@@ -1,0 +1,13 @@
+"""The Prediction of a refusal: the refusal message in the answer's place, with why and what was retrieved."""
+
+from __future__ import annotations
+
+import dspy
+
+from programs.rag.response import ResponseMode
+
+
+def refusal_prediction(message, reason, query, passages, gate, timing) -> dspy.Prediction:
+    timing = {"retrieval_time_ms": 0.0, "generation_time_ms": 0.0, **timing}
+    return dspy.Prediction(answer=message, citations=[], passages=passages, is_refusal=True, refusal_reason=reason,
+                           confidence="none", mode=ResponseMode.REFUSED, query=query, gate=gate, **timing)

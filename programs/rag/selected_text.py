@@ -1,0 +1,42 @@
+"""Selected-text mode: a question about text the reader selected is answered from the selection alone, with no
+retrieval; anything else is refused with `SELECTION_REFUSAL_MESSAGE`."""
+
+from __future__ import annotations
+
+import time
+
+import dspy
+
+from bookrag.config import SELECTION_REFUSAL_MESSAGE
+from programs.rag.context import format_context
+from programs.rag.refusal_prediction import refusal_prediction
+from programs.rag.response import ResponseMode
+from programs.refusal.claim_check import grounded_citations
+from programs.refusal.reasons import RefusalReason
+from retrievers.passage import Passage
+
+MIN_SELECTION_COVERAGE = 0.5  # share of the question's content words the selection must contain
+
+
+def answer_from_selection(program, question: str, selected_text: str, history: str) -> dspy.Prediction:
+    """Selected-text mode: the selection is the only source; no retrieval. `program`: the `BookRAG` whose predictors
+    answer; `history`: the earlier turns as its LM reads them (`format_history`)."""
+    started = time.perf_counter()
+    selection = Passage(id="selection", score=1.0, text=selected_text, title="Selected text", heading="",
+                        module="", source="", url="")
+    if program.generates:
+        with program._lm():
+            pred = program.generate(context=format_context([selection]), question=question, history=history)
+        answer, verdict, mode = pred.answer, bool(pred.answerable), ResponseMode.GENERATED
+    else:
+        extract = program.extract(question, [selection])
+        answer, verdict, mode = extract.answer, extract.coverage >= MIN_SELECTION_COVERAGE, ResponseMode.EXTRACTIVE
+    timing = {"retrieval_time_ms": 0.0, "generation_time_ms": (time.perf_counter() - started) * 1000}
+    if not verdict or not answer:
+        return refusal_prediction(SELECTION_REFUSAL_MESSAGE, RefusalReason.NOT_IN_SELECTION, question, [], {}, timing)
+    # A number, version or name the selection does not hold came from memory. Only this check: on the train and
+    # dev selections, the subject and content checks also refused two right answers (benchmarks in README).
+    if mode == ResponseMode.GENERATED and grounded_citations(answer, [selection.cited_text], [1], question) is None:
+        return refusal_prediction(SELECTION_REFUSAL_MESSAGE, RefusalReason.UNSUPPORTED_CLAIM, question, [], {}, timing)
+    return dspy.Prediction(answer=answer, citations=[], passages=[], is_refusal=False, refusal_reason=None,
+                           confidence="low", mode=mode, query=question, gate={}, **timing)
