@@ -42,6 +42,29 @@ MIN_WORDS_FOUND = 0.5
 
 
 class BookRAG(AskAPI, dspy.Module):
+    """Answers a question about a book from its passages, citing them, or refuses: retrieve -> gate -> generate (or
+    extract) -> validate. `ask` (from `AskAPI`) wraps `forward` as a checked `Response`.
+
+    Args:
+        retriever: The book's retriever (`BookIndex.retriever`, a `QdrantRetriever`): `search(query, k, module, mode)`
+            returns `Passage`s. None only for a program that never searches (selected text, loading state).
+        lm: The `dspy.LM` that writes answers, rewrites follow-ups and expands queries. None: answers are
+            extractive whatever `answer_mode` says.
+        k: How many passages a question retrieves and the answer reads, unless a call passes its own.
+        search_mode: `hybrid` (dense and BM25 fused), `dense` or `sparse`. A hybrid search whose passages miss most of
+            the question's words is done again by meaning alone (`search`).
+        answer_mode: `generated` (the LM's ChainOfThought over the passages) or `extractive` (the book's own
+            sentences, no LM call).
+        expand: Query expansion: `none`, `parts` or `hyde` (`set_expansion`).
+        context_words: The word budget of the compact context the LM reads (the passages' best sentences); 0 for
+            whole passages. Defaults to `LOCAL_CONTEXT_WORDS` with the local model, 0 with a hosted one.
+
+    Example:
+        >>> program = BookRAG(index.retriever, lm=make_lm(settings))
+        >>> program(question="How tall is Kestrel?").answer
+        >>> program.ask("How tall is Kestrel?").citations
+    """
+
     def __init__(self, retriever=None, lm: dspy.LM | None = None, k: int = 5, search_mode: str = "hybrid",
                  answer_mode: str = "generated", expand: str = "none", context_words: int | None = None):
         super().__init__()
