@@ -314,12 +314,12 @@ def print_programs(reports: dict[str, dict], run_settings: dict) -> None:
 
 
 def per_style_table(reports: dict[str, dict]):
-    """n, and per program the share passed, wrongly refused and wrong or partial, for each style."""
+    """n, and per program the pass rate, false refusal rate and wrong or partial share, for each style."""
     from rich.table import Table
     from rich.text import Text
 
     first = next(iter(reports.values()))
-    table = Table(title="Per style: share passed · answerable wrongly refused · answerable wrong or partial")
+    table = Table(title="Per style: share passed · answerable falsely refused · answerable wrong or partial")
     table.add_column("style")
     table.add_column("n", justify="right")
     for name in reports:
@@ -330,11 +330,11 @@ def per_style_table(reports: dict[str, dict]):
 
 
 def style_cell(row: dict) -> str:
-    """`passed · wrongly refused · wrong or partial` for a style with answerable questions, `passed` alone for
+    """`passed · falsely refused · wrong or partial` for a style with answerable questions, `passed` alone for
     must-refuse."""
-    if not row["answerable"]:
-        return f"{row['accuracy']:.2f}"
-    return f"{row['accuracy']:.2f} · {row['wrongly_refused']:.2f} · {row['wrong_or_partial']:.2f}"
+    if not row["n_answerable"]:
+        return f"{row['pass_rate']:.2f}"
+    return f"{row['pass_rate']:.2f} · {row['false_refusal_rate']:.2f} · {row['wrong_or_partial']:.2f}"
 
 
 def figure_cell(figure, report: dict) -> str:
@@ -345,9 +345,9 @@ def figure_cell(figure, report: dict) -> str:
 
 def category_cell(row: dict) -> str:
     """`passed · F1 · words` for a category with answerable questions, `passed` alone for must-refuse ones."""
-    if not row["answerable"]:
-        return f"{row['accuracy']:.2f}"
-    return f"{row['accuracy']:.2f} · {row['token_f1']:.2f} · {row['answer_words_p50']:.0f}"
+    if not row["n_answerable"]:
+        return f"{row['pass_rate']:.2f}"
+    return f"{row['pass_rate']:.2f} · {row['token_f1']:.2f} · {row['answer_words_p50']:.0f}"
 
 
 def print_retrieval(report: dict) -> None:

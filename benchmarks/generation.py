@@ -88,8 +88,8 @@ def main() -> None:
             total = sum(r["answerable"] is wanted for r in report["rows"])
             print(f"  {label} refused by: " + (", ".join(f"{why} {n}/{total}" for why, n in reasons.items()) or "-"))
         for category, row in report["per_category"].items():
-            extra = f" F1 {row['token_f1']:.2f}, {row['answer_words_p50']:.0f} words" if row["answerable"] else ""
-            print(f"  {category:15} n={row['n']:3d} passed {row['accuracy']:.2f}{extra}")
+            extra = f" F1 {row['token_f1']:.2f}, {row['answer_words_p50']:.0f} words" if row["n_answerable"] else ""
+            print(f"  {category:15} n={row['n']:3d} passed {row['pass_rate']:.2f}{extra}")
 
 
 def build(kind: str, index, settings: Settings, lm, book_dir: Path):

@@ -25,7 +25,7 @@ from programs.refusal.refusal_gate import RefusalGate
 from retrievers import BookIndex
 
 SPLITS = {"dev": ("dev",), "test": ("test",), "dev+test": ("dev", "test")}
-COLUMNS = ("refusal_recall", "false_refusal_rate", "key_facts_in_answers", "answer_accuracy", "citation_validity",
+COLUMNS = ("refusal_recall", "false_refusal_rate", "key_facts_in_answers", "key_fact_accuracy", "citation_validity",
            "gold_citation_rate")
 
 

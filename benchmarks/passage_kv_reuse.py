@@ -203,7 +203,7 @@ def main() -> None:
             reuse_passages(program.lm.engine)
             run(program, questions)  # computes every passage's state once
         figures, seconds = run(program, questions)
-        print(f"{name:30} {figures['answer_accuracy']:14.3f} {figures['token_f1']:8.3f} "
+        print(f"{name:30} {figures['key_fact_accuracy']:14.3f} {figures['token_f1']:8.3f} "
               f"{figures['false_refusal_rate']:7.3f} {figures['parse_failure_rate']:10.3f} "
               f"{statistics.median(seconds):12.1f}")
 

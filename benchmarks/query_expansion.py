@@ -137,8 +137,8 @@ def end_to_end(none: BookRAG, parts: BookRAG, labeled) -> None:
         multi = r["per_category"].get("multi-part", {})
         print(f"  {name:22} must-refuse refused {r['refusal_recall']:.3f}  falsely refused "
               f"{r['false_refusal_rate']:.3f}  key facts {r['key_facts_in_answers']:.3f}  citations valid "
-              f"{r['citation_validity']:.3f}  gold cited {r['gold_citation_rate']:.3f}  multi-part accuracy "
-              f"{multi.get('accuracy', 0):.3f} (n={multi.get('n', 0)})")
+              f"{r['citation_validity']:.3f}  gold cited {r['gold_citation_rate']:.3f}  multi-part passed "
+              f"{multi.get('pass_rate', 0):.3f} (n={multi.get('n', 0)})")
 
 
 class Counter(logging.Handler):

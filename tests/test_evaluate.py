@@ -38,7 +38,7 @@ e-7,And what do they talk over?,true,"[""01-ros2/01-nodes.md""]","[""topics""]",
 e-8,Who should read the primer?,true,"[""intro.md""]","[""Linux shell""]",,factual,[],,train
 """
 TEST_IDS = ["e-1", "e-2", "e-3", "e-4", "e-5", "e-6", "e-7"]
-SUMMARY = {"program", "n", "answer_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity",
+SUMMARY = {"program", "n", "key_fact_accuracy", "refusal_recall", "false_refusal_rate", "citation_validity",
            "gold_citation_rate", "recall_at_k", "latency_p50_ms", "latency_p95_ms", "combined"}
 RATES = SUMMARY - {"program", "n", "latency_p50_ms", "latency_p95_ms"}
 
@@ -86,6 +86,19 @@ def test_json_prints_one_object_with_the_summary_of_the_program(workspace, capsy
     summary = only_json(capsys)
     check_summary(summary, "zero-shot")
     assert summary["citation_validity"] == 1.0  # the extractive answerer cites only what it retrieved
+
+
+def test_json_and_report_json_keep_the_renamed_figures_under_their_old_names_too(workspace, capsys):
+    """Issue 40 renamed answer_accuracy and a group's answerable, accuracy, right and wrongly_refused: a script
+    that reads the old keys still finds them, with the new figure's value."""
+    assert run_evaluate(workspace, "--zero-shot", "--json") == 0
+    summary = only_json(capsys)
+    report = json.loads((workspace["out"] / "report.json").read_text())["programs"]["zero-shot"]
+    for figures in (summary, report):
+        assert figures["answer_accuracy"] == figures["key_fact_accuracy"]
+        for group in (*figures["per_category"].values(), *figures["per_style"].values()):
+            assert (group["answerable"], group["accuracy"], group["right"], group["wrongly_refused"]) == (
+                group["n_answerable"], group["pass_rate"], group["key_fact_accuracy"], group["false_refusal_rate"])
 
 
 def test_a_book_edited_since_its_last_run_is_said_so_and_indexed_again(workspace, capsys):
@@ -157,7 +170,7 @@ def test_compare_loads_an_artifact_on_the_same_index(workspace, capsys):
     assert run_evaluate(workspace, "--compare", "zero-shot", str(artifact), "--json") == 0
     compiled = only_json(capsys)["programs"][str(artifact)]
     assert compiled["refusal_recall"] == 1.0
-    assert compiled["answer_accuracy"] == pytest.approx(1 / 5)  # only the selected-text question, which has no gate
+    assert compiled["key_fact_accuracy"] == pytest.approx(1 / 5)  # only the selected-text question, which has no gate
     assert compiled["false_refusal_rate"] == pytest.approx(4 / 5)
 
 
@@ -265,19 +278,21 @@ def test_program_report_aggregates_the_per_question_metrics():
     assert report["combined"] == pytest.approx((1.0 + 0.45 + 0 + 1 + 0) / 5)
     assert report["token_f1"] == pytest.approx((1.0 + 0.0) / 2)  # questions with a reference; refused scores 0
     assert report["answer_words_p50"] == 4
-    assert report["answer_accuracy"] == pytest.approx(1 / 3)
+    assert report["key_fact_accuracy"] == report["answer_accuracy"] == pytest.approx(1 / 3)  # its name before
     assert report["key_facts_in_answers"] == pytest.approx(1 / 2)  # of the two answered
     assert report["refusal_recall"] == pytest.approx(1 / 2)
     assert report["false_refusal_rate"] == pytest.approx(1 / 3)
     assert report["citation_validity"] == pytest.approx((1 + 0.5 + 1) / 3)  # answered rows, the wrong one too
     assert report["gold_citation_rate"] == pytest.approx(1 / 2)
     assert report["recall_at_k"] == pytest.approx(2 / 3)
-    assert report["per_category"]["factual"] == {"n": 3, "answerable": 3, "accuracy": pytest.approx(1 / 3),
-                                                 "combined": pytest.approx(1.45 / 3), "token_f1": 0.5,
-                                                 "answer_words_p50": 4, "right": pytest.approx(1 / 3),
-                                                 "wrongly_refused": pytest.approx(1 / 3),
-                                                 "wrong_or_partial": pytest.approx(1 / 3)}
-    assert report["per_category"]["near-miss"]["accuracy"] == 0.5
+    assert report["per_category"]["factual"] == {
+        "n": 3, "n_answerable": 3, "pass_rate": pytest.approx(1 / 3), "combined": pytest.approx(1.45 / 3),
+        "token_f1": 0.5, "answer_words_p50": 4, "key_fact_accuracy": pytest.approx(1 / 3),
+        "false_refusal_rate": pytest.approx(1 / 3), "wrong_or_partial": pytest.approx(1 / 3),
+        # the names before issue 40, still written for the scripts that read them
+        "answerable": 3, "accuracy": pytest.approx(1 / 3), "right": pytest.approx(1 / 3),
+        "wrongly_refused": pytest.approx(1 / 3)}
+    assert report["per_category"]["near-miss"]["pass_rate"] == 0.5
     assert [r["passed"] for r in report["rows"]] == [True, False, False, True, False]
     assert report["rows"][0]["top_dense"] == 0.6 and report["tokens_per_question"] == 0
 
@@ -308,7 +323,7 @@ def test_a_question_the_program_fails_on_is_a_failed_row_and_the_run_goes_on():
     assert lost["error"] == "Language model openai/x timed out" and lost["mode"] == "error"
     assert (lost["passed"], lost["combined"], lost["key_fact_recall"], lost["token_f1"]) == (False, 0.0, 0.0, 0.0)
     assert (refuse["passed"], refuse["refused"], refuse["key_fact_recall"]) == (False, False, None)
-    assert report["answer_accuracy"] == pytest.approx(1 / 2) and report["refusal_recall"] == 0.0
+    assert report["key_fact_accuracy"] == pytest.approx(1 / 2) and report["refusal_recall"] == 0.0
 
 
 # -- per style: the question file's style column ---------------------------------------------------------------
@@ -333,8 +348,8 @@ def test_per_style_reports_each_style_and_must_refuse_and_leaves_out_answerable_
                             "refuse-ok": fixed("", refused=True), "refuse-bad": fixed("Something.")})
     per_style = program_report(program, questions, progress=False)["per_style"]
     assert list(per_style) == ["definition", "must-refuse", "paraphrase"]  # the selected-text row is in none
-    ends = {style: (row["n"], row["answerable"], row["accuracy"], row["right"], row["wrongly_refused"],
-                    row["wrong_or_partial"]) for style, row in per_style.items()}
+    ends = {style: (row["n"], row["n_answerable"], row["pass_rate"], row["key_fact_accuracy"],
+                    row["false_refusal_rate"], row["wrong_or_partial"]) for style, row in per_style.items()}
     assert ends == {"paraphrase": (2, 2, 0.5, 0.5, 0.0, 0.5),  # one right, one with a key fact missing
                     "definition": (1, 1, 0.0, 0.0, 1.0, 0.0),  # wrongly refused
                     "must-refuse": (2, 0, 0.5, 0.0, 0.0, 0.0)}  # one refused, one answered
@@ -352,8 +367,8 @@ def test_json_report_and_predictions_carry_the_styles(styled, capsys):
     assert {style: row["n"] for style, row in per_style.items()} == {
         "book-words": 1, "follow-up": 1, "how-to": 1, "must-refuse": 2, "paraphrase": 1}  # e-6: selected text
     for row in per_style.values():
-        if row["answerable"]:
-            assert row["right"] + row["wrongly_refused"] + row["wrong_or_partial"] == pytest.approx(1.0)
+        if row["n_answerable"]:
+            assert row["key_fact_accuracy"] + row["false_refusal_rate"] + row["wrong_or_partial"] == pytest.approx(1.0)
     report = json.loads((styled["out"] / "report.json").read_text())
     assert report["programs"]["zero-shot"]["per_style"] == per_style and report["settings"]["styles"] is None
     with (styled["out"] / "predictions.csv").open(newline="", encoding="utf-8") as handle:

@@ -216,7 +216,7 @@ def test_a_candidate_clearly_better_than_zero_shot_is_kept_and_its_demos_round_t
         selection["reason"]
     assert verdict(selection) == "Compiling beat zero-shot on dev: kept bootstrap-2 (with this book's refusal gate)."
     before, after = result.scores["dev"]["before"], result.scores["dev"]["after"]
-    assert after["combined"] > before["combined"] and after["answer_accuracy"] > before["answer_accuracy"]
+    assert after["combined"] > before["combined"] and after["key_fact_accuracy"] > before["key_fact_accuracy"]
     assert before == {k: v for k, v in selection["candidates"][0].items() if k in before}
     demos = result.program.generate.predict.demos
     assert 1 <= len(demos) <= 2 and result.program.gate.dump_state() == program.gate.dump_state()
@@ -283,7 +283,7 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
     selection = manifest["selection"]  # every candidate's dev figures, the kept one and why
     assert [c["name"] for c in selection["candidates"]] == ["zero-shot", "bootstrap-2", "bootstrap-4"]
     for candidate in selection["candidates"]:
-        assert {"combined", "answer_accuracy", "refusal_recall", "false_refusal_rate", "token_f1"} <= set(candidate)
+        assert {"combined", "key_fact_accuracy", "refusal_recall", "false_refusal_rate", "token_f1"} <= set(candidate)
         assert set(CANDIDATE_FIGURES) <= set(candidate)
     # Extractive answers run no predictor, so demos change nothing: every candidate ties with zero-shot on the dev
     # subset, is dropped there as futile, and zero-shot is kept without answering the rest of dev.

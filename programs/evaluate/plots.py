@@ -60,7 +60,7 @@ def category_accuracy(reports: dict[str, dict], path: Path) -> Path:
     categories = sorted({c for report in reports.values() for c in report["per_category"]})
     fig = Figure(figsize=(max(7.0, len(categories) * (0.5 + 0.4 * len(reports))), 4.2), layout="tight")
     ax = fig.subplots()
-    _grouped_bars(ax, categories, {name: [r["per_category"].get(c, {}).get("accuracy", 0.0) for c in categories]
+    _grouped_bars(ax, categories, {name: [r["per_category"].get(c, {}).get("pass_rate", 0.0) for c in categories]
                                    for name, r in reports.items()})
     ax.set_ylabel("share passed")
     ax.set_title("Per category: answered with every key fact (answerable) or refused (must refuse)")

@@ -11,7 +11,7 @@ from bookrag.errors import BookragError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate import metrics
-from programs.evaluate.figures import BREAKDOWNS, FIGURES
+from programs.evaluate.figures import BREAKDOWNS, FIGURES, RENAMED, RENAMED_IN_GROUPS
 from programs.evaluate.question_row import QuestionRow
 from programs.evaluate.styles import style_group
 from programs.rag.response import ResponseMode, token_usage
@@ -190,7 +190,7 @@ def aggregate(rows: list[QuestionRow]) -> dict:
         "n_must_refuse": len(must_refuse),
         "errors": sum(r.error is not None for r in rows),
         "combined": mean(r.combined for r in rows),
-        "answer_accuracy": share(r.answer_correct for r in answerable),
+        "key_fact_accuracy": share(r.answer_correct for r in answerable),
         "key_facts_in_answers": share(r.key_fact_recall == 1.0 for r in answered),
         "refusal_recall": share(r.refused for r in must_refuse),
         "false_refusal_rate": share(r.refused for r in answerable),
@@ -219,20 +219,28 @@ def aggregate(rows: list[QuestionRow]) -> dict:
     }
     if any(r.semantic_f1 is not None for r in rows):
         figures["semantic_f1"] = mean(r.semantic_f1 or 0.0 for r in answerable)
-    return {name: figures[name] for name in (*(f.name for f in FIGURES), *BREAKDOWNS) if name in figures}
+    ordered = {name: figures[name] for name in (*(f.name for f in FIGURES), *BREAKDOWNS) if name in figures}
+    return with_old_names(ordered, RENAMED)
 
 
 def group_figures(items: list[QuestionRow]) -> dict:
-    """The figures of a group of questions (a category, a style): share passed and combined score; for its
-    answerable questions, token F1, median words and how they ended: right (every key fact), wrongly refused, or
-    wrong or partial (answered with a key fact missing, or failed)."""
+    """The figures of a group of questions (a category, a style): pass rate and combined score; for its
+    answerable questions, token F1, median words and how they ended: answered with every key fact, falsely
+    refused, or wrong or partial (answered with a key fact missing, or failed)."""
     answerable = [r for r in items if r.answerable]
-    return {"n": len(items), "answerable": len(answerable), "accuracy": share(r.passed for r in items),
-            "combined": mean(r.combined for r in items),
-            "token_f1": mean(r.token_f1 for r in items if r.token_f1 is not None),
-            "answer_words_p50": percentile([r.answer_words for r in items if r.answer_words is not None], 50),
-            "right": share(r.passed for r in answerable), "wrongly_refused": share(r.refused for r in answerable),
-            "wrong_or_partial": share(not r.passed and not r.refused for r in answerable)}
+    figures = {"n": len(items), "n_answerable": len(answerable), "pass_rate": share(r.passed for r in items),
+               "combined": mean(r.combined for r in items),
+               "token_f1": mean(r.token_f1 for r in items if r.token_f1 is not None),
+               "answer_words_p50": percentile([r.answer_words for r in items if r.answer_words is not None], 50),
+               "key_fact_accuracy": share(r.passed for r in answerable),
+               "false_refusal_rate": share(r.refused for r in answerable),
+               "wrong_or_partial": share(not r.passed and not r.refused for r in answerable)}
+    return with_old_names(figures, RENAMED_IN_GROUPS)
+
+
+def with_old_names(figures: dict, renamed: dict[str, str]) -> dict:
+    """`figures`, then each renamed one under its old name too (figures.py RENAMED): the same value."""
+    return {**figures, **{old: figures[new] for old, new in renamed.items()}}
 
 
 def share(flags) -> float:
