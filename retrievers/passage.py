@@ -8,7 +8,9 @@ from dataclasses import asdict, dataclass
 @dataclass(frozen=True)
 class Passage:
     id: str
-    score: float  # the ranking score of the search mode: cosine (dense), BM25 (sparse), RRF (hybrid)
+    # The ranking score: the reranker's relevance when reranked, else the search mode's: cosine (dense), BM25
+    # (sparse), RRF (hybrid).
+    score: float
     text: str
     title: str
     heading: str
@@ -18,6 +20,7 @@ class Passage:
     position: int = 0
     dense_score: float | None = None  # cosine similarity to the query, when the dense branch saw it
     sparse_score: float | None = None  # BM25 score, when the sparse branch saw it
+    rerank_score: float | None = None  # the reranker's relevance to the query (0 to 1), when one reranked it
 
     @property
     def cited_text(self) -> str:

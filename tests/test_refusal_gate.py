@@ -5,6 +5,7 @@ Passages are built by hand: no retriever, no embedder.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -13,7 +14,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from programs.refusal.refusal_gate import FEATURES, RefusalGate, gate_features
+from bookrag.errors import ConfigError
+from programs.refusal.refusal_gate import CALIBRATED_FEATURES, FEATURES, RefusalGate, gate_features
 from programs.text.query_terms import content_terms, name_terms, term_set
 from retrievers.passage import Passage
 
@@ -132,6 +134,58 @@ def test_no_gate_lets_through_a_question_no_passage_is_about():
     assert gate("How do I make buttermilk pancakes?", cooking)[0] is False
     on_topic = [passage("Lifecycle nodes move between unconfigured, inactive and active states.", dense=0.45)]
     assert gate("Which states do lifecycle nodes move between?", on_topic)[0] is True
+
+
+# -- the rerank score -------------------------------------------------------------------------------------------
+
+def reranked(p: Passage, relevance: float) -> Passage:
+    return dataclasses.replace(p, score=relevance, rerank_score=relevance)
+
+
+def rerank_examples() -> tuple[list[dict[str, float]], list[bool]]:
+    """Questions whose retrieval looks alike (cosines overlap) but whose rerank scores part them."""
+    answerable = [with_cosine(0.45 + 0.01 * i) | {"top_rerank": 0.6 + 0.02 * i} for i in range(15)]
+    refusable = [with_cosine(0.45 + 0.01 * i) | {"top_rerank": 0.02 + 0.01 * i} for i in range(15)]
+    return answerable + refusable, [True] * 15 + [False] * 15
+
+
+def test_the_rerank_feature_is_the_best_rerank_score_and_0_without_a_reranker():
+    passages = [passage(text, n) for n, text in enumerate(BOOK)]
+    question = "Which physics engine does Gazebo Harmonic use?"
+    assert gate_features(question, passages)["top_rerank"] == 0.0
+    scored = [reranked(p, relevance) for p, relevance in zip(passages, (0.2, 0.93, 0.4, 0.1))]
+    assert gate_features(question, scored)["top_rerank"] == 0.93
+
+
+def test_a_gate_fitted_without_rerank_scores_has_no_weight_on_them_and_ignores_them():
+    features, labels = rerank_examples()
+    unranked = [f | {"top_rerank": 0.0} for f in features]  # no reranker: the feature is 0 for every question
+    gate = RefusalGate().fit(unranked, labels)
+    assert set(gate.weights) == set(CALIBRATED_FEATURES)
+    for fitted in (gate, RefusalGate()):  # and the shipped default, fitted on MiniLM without a reranker
+        assert fitted.probability(features[0] | {"top_rerank": 0.99}) == fitted.probability(features[0])
+        fitted(BOOK[0], [passage(BOOK[0])])  # runs on passages no reranker scored
+
+
+def test_a_gate_fitted_on_rerank_scores_weighs_them():
+    features, labels = rerank_examples()
+    gate = RefusalGate().fit(features, labels)
+    assert set(gate.weights) == set(CALIBRATED_FEATURES) | {"top_rerank"} and gate.weights["top_rerank"] > 0
+    assert answers(gate, with_cosine(0.5) | {"top_rerank": 0.8})
+    assert not answers(gate, with_cosine(0.5) | {"top_rerank": 0.05})
+    loaded = RefusalGate().load_state(gate.dump_state())  # saved with the compiled program
+    assert loaded.dump_state() == gate.dump_state()
+
+
+def test_a_gate_fitted_on_rerank_scores_without_a_reranker_is_a_config_error_saying_what_to_do():
+    """Passages no reranker scored would read as a rerank score of 0: every question refused, silently."""
+    features, labels = rerank_examples()
+    gate = RefusalGate().fit(features, labels)
+    with pytest.raises(ConfigError, match=r"fitted on rerank scores, and no reranker is configured: set "
+                                          r"COHERE_API_KEY .* or run optimize.py again"):
+        gate(BOOK[0], [passage(BOOK[0])])
+    answerable, _, _ = gate("Which physics engine does Gazebo simulate?", [reranked(passage(BOOK[0]), 0.9)])
+    assert answerable
 
 
 # -- the single cosine cut --------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import re
 import numpy as np
 from dspy.predict.parameter import Parameter
 
+from bookrag.errors import ConfigError
 from programs.refusal.asked_value import asked_value
 from programs.refusal.default_calibration import default_state
 from programs.text.passage_sentences import passage_sentences
@@ -34,12 +35,16 @@ FEATURES = (
     "uncovered_share",  # share of query content words no passage contains (a value of the asked kind covers its words)
     "value_coverage",  # best share of query words in one top-3 sentence that holds a value of the asked kind
     "asks_value",  # the question asks for a price, number, date or version
+    "top_rerank",  # the reranker's best relevance score (0 without a reranker)
 )
 # The features the logistic model is fitted on. The others are still computed, so a state saved with weights on them
 # loads; they were left out because they shifted between books (BM25 scores, counts that grow with question length)
 # and made a gate fitted on one book refuse answerable questions of the other (benchmarks/refusal_transfer.py).
 CALIBRATED_FEATURES = ("top_dense", "coverage_top1", "coverage_top3", "uncovered_share", "uncovered_names",
                        "override", "value_coverage", "asks_value")
+# The reranker's score is fitted on only where the examples show it (it varies: they were reranked). A gate fitted
+# without a reranker, the shipped default among them, has no weight on it and ignores it.
+RERANK_FEATURES = ("top_rerank",)
 MAX_FALSE_REFUSAL = 0.05  # share of answerable questions a gate may refuse: out of fold when fitted, on dev when chosen
 _OVERRIDE = re.compile(
     r"ignore (all |any |your |the |previous |prior )*(instructions|rules|context|book)|system prompt|"
@@ -99,6 +104,7 @@ def gate_features(question: str, passages: list[Passage]) -> dict[str, float]:
         "uncovered_share": 1.0 - coverage(every, some_value) if terms else 1.0,
         "value_coverage": max((coverage(term_set(s), asked is not None) for s in with_value), default=0.0),
         "asks_value": 1.0 if asked else 0.0,
+        "top_rerank": max((p.rerank_score for p in passages if p.rerank_score is not None), default=0.0),
     }
 
 
@@ -145,22 +151,25 @@ class RefusalGate(Parameter):
     def __call__(self, question: str, passages: list[Passage]) -> tuple[bool, float, dict]:
         """(answerable?, probability, features). Below `MIN_TOP_COSINE` no passage is about the question, whatever
         the other features say: a cooking question with a 0.16 top cosine got a probability of 0.51."""
+        self._check_rerank_evidence(passages)
         features = gate_features(question, passages)
         p = self.probability(features)
         return p >= self.threshold and features["top_dense"] >= MIN_TOP_COSINE, p, features
 
     def fit(self, features: list[dict[str, float]], answerable: list[bool], l2: float = 1.0,
             max_false_refusal: float = MAX_FALSE_REFUSAL, folds: int = 5) -> RefusalGate:
-        """Logistic regression on `CALIBRATED_FEATURES` (standardized, L2), then the probability cut that refuses the
-        most must-refuse questions while refusing at most `max_false_refusal` of the answerable ones. The cut is
-        chosen on out-of-fold probabilities: in-sample ones are overconfident and let false refusals through."""
+        """Logistic regression on `CALIBRATED_FEATURES` and, when the examples were reranked, `RERANK_FEATURES`
+        (standardized, L2), then the probability cut that refuses the most must-refuse questions while refusing at
+        most `max_false_refusal` of the answerable ones. The cut is chosen on out-of-fold probabilities: in-sample
+        ones are overconfident and let false refusals through."""
         X = np.array([[f[name] for name in FEATURES] for f in features], dtype=float)
         y = np.array(answerable, dtype=float)
         mean, scale = X.mean(axis=0), X.std(axis=0)
+        fitted = CALIBRATED_FEATURES + tuple(name for name in RERANK_FEATURES if scale[FEATURES.index(name)] >= 1e-9)
         scale[scale < 1e-9] = 1.0
-        Z = ((X - mean) / scale)[:, [FEATURES.index(name) for name in CALIBRATED_FEATURES]]
+        Z = ((X - mean) / scale)[:, [FEATURES.index(name) for name in fitted]]
         w, b = _logistic(Z, y, l2)
-        self.weights = dict(zip(CALIBRATED_FEATURES, map(float, w)))
+        self.weights = dict(zip(fitted, map(float, w)))
         self.mean, self.scale = dict(zip(FEATURES, map(float, mean))), dict(zip(FEATURES, map(float, scale)))
         self.bias = float(b)
         held_out = _out_of_fold(Z, y, l2, folds) if len(y) >= 2 * folds else 1.0 / (1.0 + np.exp(-(Z @ w + b)))
@@ -168,6 +177,15 @@ class RefusalGate(Parameter):
         self.high_confidence = max(self.threshold, 0.8)
         self.calibrated = True
         return self
+
+    def _check_rerank_evidence(self, passages: list[Passage]) -> None:
+        """A gate weighted on rerank scores, given passages no reranker scored, would read each as scored 0 and
+        refuse every question: that is a configuration to fix, not a refusal."""
+        if passages and any(self.weights.get(name) for name in RERANK_FEATURES) and all(
+                p.rerank_score is None for p in passages):
+            raise ConfigError("this program's refusal gate was fitted on rerank scores, and no reranker is "
+                              "configured: set COHERE_API_KEY (with BOOKRAG_RERANKER auto or cohere), or run "
+                              "optimize.py again to fit a gate without them")
 
     @staticmethod
     def _best_threshold(probabilities: list[float], answerable: list[bool], max_false_refusal: float) -> float:
