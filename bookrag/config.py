@@ -223,6 +223,8 @@ VARIABLES = (
     Variable("BOOKRAG_EMBED_THREADS", "embed_threads", **_NUMBER, check=_at_least(1)),
     Variable("COHERE_API_KEY", "cohere_api_key", Secret),
     Variable("COHERE_MODEL", "cohere_model"),
+    Variable("BOOKRAG_RERANKER", "reranker", str.lower, check=_one_of("auto", "cohere", "none")),
+    Variable("COHERE_RERANK_MODEL", "cohere_rerank_model"),
     Variable("QDRANT_URL", "qdrant_url", check=_http_url(echo=True)),
     Variable("QDRANT_API_KEY", "qdrant_api_key", Secret),
     Variable("QDRANT_HOST", "qdrant_host"),
@@ -295,6 +297,8 @@ class Settings:
     cohere_api_key: Secret | None = field(default=None, repr=False)
     cohere_model: str = "embed-english-v3.0"
     cohere_timeout: float = 30.0
+    reranker: str = "auto"  # auto | cohere | none
+    cohere_rerank_model: str = "rerank-v3.5"
     qdrant_url: str | None = None
     qdrant_api_key: Secret | None = field(default=None, repr=False)
     qdrant_host: str | None = None
@@ -357,6 +361,8 @@ class Settings:
             raise ConfigError("BOOKRAG_CHUNK_OVERLAP must be smaller than BOOKRAG_CHUNK_TOKENS")
         if self.embedder == "cohere" and not self.cohere_api_key:
             raise ConfigError("BOOKRAG_EMBEDDER=cohere needs COHERE_API_KEY (environment or .env)")
+        if self.reranker == "cohere" and not self.cohere_api_key:
+            raise ConfigError("BOOKRAG_RERANKER=cohere needs COHERE_API_KEY (environment or .env)")
         _check_writable_folder("BOOKRAG_DATA_DIR", self.data_dir)
         _check_writable_folder("BOOKRAG_DSPY_CACHE_DIR", self.dspy_cache)
         _check_folder("BOOKRAG_ARTIFACTS_DIR", self.artifacts_dir)  # may be read-only: ask.py only reads programs
@@ -370,6 +376,13 @@ class Settings:
         return self.embedder
 
     @property
+    def reranker_kind(self) -> str:
+        """`cohere` or `none`: auto reranks with Cohere when a key is configured."""
+        if self.reranker == "auto":
+            return "cohere" if self.cohere_api_key else "none"
+        return self.reranker
+
+    @property
     def store_kind(self) -> str:
         """`server` when QDRANT_URL or QDRANT_HOST is set, else the embedded engine."""
         return "server" if (self.qdrant_url or self.qdrant_host) else "embedded"
@@ -380,6 +393,7 @@ class Settings:
 
     @property
     def embedding_cache_path(self) -> Path:
+        """The cache of model outputs: embeddings, and the reranker's scores."""
         return self.data_dir / "embedding-cache.sqlite"
 
     @property

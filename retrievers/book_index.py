@@ -11,6 +11,7 @@ from bookrag.config import Settings
 from retrievers.book_state import BookSnapshot
 from retrievers.embedder import Embedder, make_embedder
 from retrievers.indexer import Indexer, IngestReport, check_same_book, collection_name, legacy_collection_name
+from retrievers.reranker import Reranker, make_reranker
 from retrievers.retriever import QdrantRetriever
 from retrievers.store import VectorStore, open_store
 
@@ -20,10 +21,11 @@ SKIPPED_NAMED = 3  # files skipped with errors named after an ingest that ask, e
 
 class BookIndex:
     def __init__(self, settings: Settings, book_dir: Path | None = None, embedder: Embedder | None = None,
-                 store: VectorStore | None = None):
+                 store: VectorStore | None = None, reranker: Reranker | None = None):
         self.settings = settings
         self.book_dir = Path(book_dir or settings.book_dir)
         self.embedder = embedder or make_embedder(settings)
+        self.reranker = reranker or make_reranker(settings)  # None: searches are not reranked
         self.collection = collection_name(self.book_dir, self.embedder)
         self.store = store or open_store(settings, self.collection)
         self._retriever: QdrantRetriever | None = None
@@ -105,7 +107,7 @@ class BookIndex:
     @property
     def retriever(self) -> QdrantRetriever:
         if self._retriever is None:
-            self._retriever = QdrantRetriever(self.store, self.embedder)
+            self._retriever = QdrantRetriever(self.store, self.embedder, reranker=self.reranker)
         return self._retriever
 
     def fingerprint(self) -> str:

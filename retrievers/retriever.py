@@ -1,7 +1,9 @@
-"""`QdrantRetriever`: dense, sparse (BM25) or hybrid (RRF-fused inside Qdrant) search over one book's collection."""
+"""`QdrantRetriever`: dense, sparse (BM25) or hybrid (RRF-fused inside Qdrant) search over one book's collection,
+reranked when a reranker is configured."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 
@@ -9,15 +11,17 @@ from bookrag.errors import RetrievalError, StoreError
 from retrievers.bm25 import Bm25Encoder
 from retrievers.embedder import Embedder
 from retrievers.passage import Passage, rank_key
+from retrievers.reranker import Reranker
 from retrievers.store import Hit, Mode, StoreQuery, VectorStore
 
 log = logging.getLogger(__name__)
 MODES = ("dense", "sparse", "hybrid")
+RERANK_CANDIDATES = 20  # a search's best passages the reranker orders (one call of 20 documents), to keep its top k
 
 
 class QdrantRetriever:
-    def __init__(self, store: VectorStore, embedder: Embedder, candidates: int = 40):
-        self.store, self.embedder = store, embedder
+    def __init__(self, store: VectorStore, embedder: Embedder, candidates: int = 40, reranker: Reranker | None = None):
+        self.store, self.embedder, self.reranker = store, embedder, reranker
         self.candidates = candidates
         self.sparse = Bm25Encoder()
         self._lock = threading.Lock()  # one query at a time into the embedded engine
@@ -35,7 +39,8 @@ class QdrantRetriever:
         mode: Mode = "hybrid",
         mmr: bool = False,
     ) -> list[Passage]:
-        """Top-k passages. `min_score` is a cut on cosine similarity (on the BM25 score in sparse mode)."""
+        """Top-k passages: the search's, or with a reranker, its top `RERANK_CANDIDATES` reranked to k (with MMR, the
+        k diverse passages reordered). `min_score` is a cut on cosine similarity (on the BM25 score in sparse mode)."""
         if not query or not query.strip():
             raise ValueError("Query cannot be empty")
         if mode not in MODES:
@@ -68,7 +73,9 @@ class QdrantRetriever:
             sparse_scores = _scores(ranked)
         passages = [_passage(hit, dense_scores.get(hit.id), sparse_scores.get(hit.id)) for hit in ranked]
         if not mmr:
-            passages = sorted(passages, key=rank_key)[:k]
+            passages = sorted(passages, key=rank_key)[:k if self.reranker is None else max(k, RERANK_CANDIDATES)]
+        if self.reranker is not None:
+            passages = self.reranked(query, passages, k)
         if min_score is not None:
             cut = (lambda p: p.sparse_score) if mode == "sparse" else (lambda p: p.dense_score)
             passages = [p for p in passages if (cut(p) or 0.0) >= min_score]
@@ -77,6 +84,12 @@ class QdrantRetriever:
             query, mode, k, module, [(p.id, round(p.score, 4)) for p in passages],
         )
         return passages
+
+    def reranked(self, query: str, passages: list[Passage], k: int) -> list[Passage]:
+        """The reranker's top k of `passages`, its relevance the ranking `score` of each (and its `rerank_score`)."""
+        relevance = self.reranker.scores(query, [p.cited_text for p in passages])
+        scored = [dataclasses.replace(p, score=s, rerank_score=s) for p, s in zip(passages, relevance, strict=True)]
+        return sorted(scored, key=rank_key)[:k]
 
 
 def _scores(hits: list[Hit]) -> dict[str, float]:

@@ -57,13 +57,7 @@ class FakeCohere:
         if request.headers.get("authorization") != f"Bearer {self.key}":
             return self.error(401, "invalid api token")
         if self.failures:
-            failure = self.failures.pop(0)
-            if isinstance(failure, int):
-                echoed = f" for {request.headers['authorization']}" if self.echo else ""
-                return self.error(failure, f"simulated failure{echoed}")
-            if isinstance(failure, tuple):
-                return httpx.Response(failure[0], text=failure[1], headers={"content-type": "text/html"})
-            raise failure("simulated", request=request)
+            return self.failure(request, self.failures.pop(0))
         body = json.loads(request.content)
         texts = body.get("texts") or []
         if len(texts) > 96:
@@ -80,6 +74,15 @@ class FakeCohere:
                 "response_type": "embeddings_by_type",
             },
         )
+
+    def failure(self, request: httpx.Request, failure) -> httpx.Response:
+        """The answer to `request` that `failure` (one of `failures`) stands for."""
+        if isinstance(failure, int):
+            echoed = f" for {request.headers['authorization']}" if self.echo else ""
+            return self.error(failure, f"simulated failure{echoed}")
+        if isinstance(failure, tuple):
+            return httpx.Response(failure[0], text=failure[1], headers={"content-type": "text/html"})
+        raise failure("simulated", request=request)
 
     @staticmethod
     def error(status: int, message: str) -> httpx.Response:

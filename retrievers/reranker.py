@@ -1,0 +1,31 @@
+"""What a reranker offers, and the factory that picks one from the settings."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bookrag.config import Settings
+
+
+class Reranker(Protocol):
+    model_id: str  # the model's full name
+
+    def scores(self, query: str, texts: list[str]) -> list[float]:
+        """Each text's relevance to the query, in the texts' order: one number per pair, whatever else is scored."""
+        ...
+
+
+def make_reranker(settings: Settings, cached: bool = True) -> Reranker | None:
+    """The configured reranker (None: `BOOKRAG_RERANKER=none`, or `auto` without a Cohere key), wrapped in the
+    on-disk cache unless `cached=False`."""
+    if settings.reranker_kind == "none":
+        return None
+    from retrievers.cohere_reranker import CohereReranker
+
+    reranker = CohereReranker(api_key=settings.cohere_api_key, model=settings.cohere_rerank_model,
+                              timeout=settings.cohere_timeout)
+    if not cached:
+        return reranker
+    from retrievers.rerank_cache import CachedReranker
+
+    return CachedReranker(reranker, settings.embedding_cache_path)
