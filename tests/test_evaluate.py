@@ -282,6 +282,8 @@ def test_program_report_aggregates_the_per_question_metrics():
     assert report["key_facts_in_answers"] == pytest.approx(1 / 2)  # of the two answered
     assert report["refusal_recall"] == pytest.approx(1 / 2)
     assert report["false_refusal_rate"] == pytest.approx(1 / 3)
+    assert report["wrong_or_partial"] == pytest.approx(1 / 3)  # "half": a key fact missing
+    assert report["pass_rate"] == pytest.approx(2 / 5)  # "right" and "refuse-ok"
     assert report["citation_validity"] == pytest.approx((1 + 0.5 + 1) / 3)  # answered rows, the wrong one too
     assert report["gold_citation_rate"] == pytest.approx(1 / 2)
     assert report["recall_at_k"] == pytest.approx(2 / 3)

@@ -17,16 +17,18 @@ from programs.evaluate.figures import (
     CANDIDATE_COLUMNS,
     CANDIDATE_FIGURES,
     FIGURES,
+    GROUP,
     HEADLINE,
     QUESTION_FIGURES,
     RENAMED,
+    RENAMED_IN_GROUPS,
     SCORES,
     SUMMARY,
     TERMINAL,
 )
 from programs.evaluate.question_row import QuestionRow
 from programs.evaluate.report_files import PREDICTION_COLUMNS
-from programs.evaluate.reports import aggregate
+from programs.evaluate.reports import aggregate, figures_of, group_figures
 
 NAMES = [f.name for f in FIGURES]
 # Every file that shows or stores report figures: none may keep a list of them of its own.
@@ -52,6 +54,19 @@ def test_aggregate_returns_the_figures_of_the_table_in_its_order(semantic):
     report = aggregate(rows(semantic))
     expected = [name for name in NAMES if semantic or name != "semantic_f1"]  # semantic F1 needs an LM judge
     assert list(report) == [*expected, *BREAKDOWNS, *RENAMED]  # the old names of renamed figures last
+
+
+def test_a_groups_figures_are_the_report_figures_marked_group_over_its_questions():
+    """One computation per figure: a category's or a style's false refusal rate is the report's, over its rows."""
+    questions = rows(semantic=False)
+    wrongly_refused = QuestionRow.of(Question("w", "w?", True, ("a.md",), ("x",), "x", category="factual"),
+                                     mode="refused", refused=True, key_fact_recall=0.0, token_f1=0.0)
+    factual = [questions[0], wrongly_refused]
+    figures = figures_of(factual)
+    assert group_figures(factual) == {**{name: figures[name] for name in GROUP},
+                                      **{old: figures[new] for old, new in RENAMED_IN_GROUPS.items()}}
+    assert aggregate([*questions, wrongly_refused])["per_category"]["factual"] == group_figures(factual)
+    assert figures["false_refusal_rate"] == figures["key_fact_accuracy"] == 0.5
 
 
 def test_no_consumer_keeps_a_list_of_figure_names_of_its_own():

@@ -1,9 +1,10 @@
 """The report's figures, in one table: what each is called, how it is shown and where it shows.
 
-`aggregate` (reports.py) computes them and orders the report by this table; evaluate.py's --json summary and
-terminal table, the compile's candidate table and manifest scores (programs/compile/compiler.py, optimize.py), the
-comparison plot (plots.py) and predictions.csv (report_files.py) all read their figures from here. Adding a figure
-is a row here and its computation in `aggregate`.
+`figures_of` (reports.py) computes them and orders the report by this table, over every question and, for the
+figures marked `group`, over each group of questions (per category, per style); evaluate.py's --json summary and
+terminal tables, the compile's candidate table and manifest scores (programs/compile/compiler.py, optimize.py), the
+plots (plots.py) and predictions.csv (report_files.py) all read their figures from here. Adding a figure is a row
+here and its computation in `figures_of`.
 """
 
 from __future__ import annotations
@@ -21,23 +22,27 @@ class Figure:
     headline: bool = False  # a bar of the comparison plot
     score: bool = False  # in the compile's manifest scores and every candidate's dev figures
     column: str | None = None  # the compile's candidate table column title; None: not a column
+    group: bool = False  # also a figure of each group of questions (per_category, per_style), over its questions
 
 
 # In the terminal table's order (the combined score first); figures shown nowhere but --json after them.
 FIGURES = (
-    Figure("n", column="n"),
-    Figure("n_answerable"),
+    Figure("n", column="n", group=True),
+    Figure("n_answerable", group=True),
     Figure("n_must_refuse"),
-    Figure("combined", "combined score", headline=True, score=True, column="combined"),
+    Figure("combined", "combined score", headline=True, score=True, column="combined", group=True),
+    Figure("pass_rate", "passed (every key fact, or refused)", group=True),
     Figure("key_fact_accuracy", "answered with every key fact (answerable)", headline=True, score=True,
-           column="key-fact\nacc."),
+           column="key-fact\nacc.", group=True),
     Figure("refusal_recall", "refusal recall (must refuse)", headline=True, score=True, column="refusal\nrecall"),
-    Figure("false_refusal_rate", "false refusal rate", headline=True, score=True, column="false\nrefusals"),
+    Figure("false_refusal_rate", "false refusal rate", headline=True, score=True, column="false\nrefusals",
+           group=True),
+    Figure("wrong_or_partial", "answered wrong or partial, or failed (answerable)", group=True),
     Figure("citation_validity", "citation validity", headline=True, score=True),
     Figure("gold_citation_rate", "gold citation rate", headline=True),
     Figure("recall_at_k", "retrieval recall@k", headline=True),
-    Figure("token_f1", "token F1 vs reference (answerable)", score=True, column="token\nF1"),
-    Figure("answer_words_p50", "words per answer (median)", "{:.0f}", score=True),
+    Figure("token_f1", "token F1 vs reference (answerable)", score=True, column="token\nF1", group=True),
+    Figure("answer_words_p50", "words per answer (median)", "{:.0f}", score=True, group=True),
     Figure("semantic_f1", "semantic F1"),  # only with an LM judge (--semantic-f1)
     Figure("lm_calls", "LM answer calls", "{:.0f}"),
     Figure("parse_failure_rate", "replies that failed to parse", lm_only=True, score=True),
@@ -64,6 +69,7 @@ RENAMED_IN_GROUPS = {"answerable": "n_answerable", "accuracy": "pass_rate", "rig
 
 SUMMARY = tuple(f.name for f in FIGURES if f.summary) + BREAKDOWNS + tuple(RENAMED)
 TERMINAL = tuple(f for f in FIGURES if f.label is not None)
+GROUP = tuple(f.name for f in FIGURES if f.group)
 HEADLINE = tuple(f.name for f in FIGURES if f.headline)
 SCORES = tuple(f.name for f in FIGURES if f.score)
 CANDIDATE_FIGURES = tuple(f.name for f in FIGURES if f.score or f.column)

@@ -11,7 +11,7 @@ from bookrag.errors import BookragError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate import metrics
-from programs.evaluate.figures import BREAKDOWNS, FIGURES, RENAMED, RENAMED_IN_GROUPS
+from programs.evaluate.figures import FIGURES, GROUP, RENAMED, RENAMED_IN_GROUPS
 from programs.evaluate.question_row import QuestionRow
 from programs.evaluate.styles import style_group
 from programs.rag.response import ResponseMode, token_usage
@@ -170,12 +170,8 @@ def question_row(program, question: Question, judge=None) -> QuestionRow:
 
 
 def aggregate(rows: list[QuestionRow]) -> dict:
-    """The report's figures over per-question rows (see README for each definition), in the order of the figures
-    table (figures.py), which names every one."""
-    answerable = [r for r in rows if r.answerable]
-    must_refuse = [r for r in rows if not r.answerable]
-    answered = [r for r in answerable if r.answered]
-    with_gold = [r for r in answered if r.gold_cited is not None]
+    """The report's figures over per-question rows, then the figures of each group of questions (per category, per
+    style), in the order of the figures table (figures.py), which names every one."""
     by_category: dict[str, list[QuestionRow]] = defaultdict(list)
     by_style: dict[str, list[QuestionRow]] = defaultdict(list)
     styled = any(r.style for r in rows)  # questions without any style (no style column) have no per-style report
@@ -183,6 +179,25 @@ def aggregate(rows: list[QuestionRow]) -> dict:
         by_category[r.category].append(r)
         if styled and (style := style_group(r.style, r.answerable)) is not None:  # answerable, no style: in none
             by_style[style].append(r)
+    report = {**figures_of(rows),
+              "per_category": {category: group_figures(items) for category, items in sorted(by_category.items())},
+              "per_style": {style: group_figures(items) for style, items in sorted(by_style.items())}}
+    return with_old_names(report, RENAMED)
+
+
+def group_figures(items: list[QuestionRow]) -> dict:
+    """The figures of a group of questions (a category, a style): the report's figures marked `group` in the
+    figures table, over the group's questions."""
+    figures = figures_of(items)
+    return with_old_names({name: figures[name] for name in GROUP}, RENAMED_IN_GROUPS)
+
+
+def figures_of(rows: list[QuestionRow]) -> dict:
+    """The figures of the figures table (figures.py) over `rows`, in its order (docs/how-it-works.md defines each)."""
+    answerable = [r for r in rows if r.answerable]
+    must_refuse = [r for r in rows if not r.answerable]
+    answered = [r for r in answerable if r.answered]
+    with_gold = [r for r in answered if r.gold_cited is not None]
     lm_answered = [r for r in rows if r.lm_answered]
     figures = {
         "n": len(rows),
@@ -190,10 +205,13 @@ def aggregate(rows: list[QuestionRow]) -> dict:
         "n_must_refuse": len(must_refuse),
         "errors": sum(r.error is not None for r in rows),
         "combined": mean(r.combined for r in rows),
+        "pass_rate": share(r.passed for r in rows),
         "key_fact_accuracy": share(r.answer_correct for r in answerable),
         "key_facts_in_answers": share(r.key_fact_recall == 1.0 for r in answered),
         "refusal_recall": share(r.refused for r in must_refuse),
         "false_refusal_rate": share(r.refused for r in answerable),
+        # An answerable question that neither passed nor was refused: a key fact missing, or the program failed.
+        "wrong_or_partial": share(not r.passed and not r.refused for r in answerable),
         # Nothing answered means nothing was cited: no invalid citation.
         "citation_validity": mean((r.citation_validity for r in rows if r.answered), empty=1.0),
         "gold_citation_rate": share(r.gold_cited for r in with_gold),
@@ -214,28 +232,10 @@ def aggregate(rows: list[QuestionRow]) -> dict:
         "prompt_tokens_per_answer": mean(r.prompt_tokens for r in lm_answered),
         "cached_tokens_per_answer": mean(r.cached_tokens for r in lm_answered),
         "completion_tokens_per_answer": mean(r.completion_tokens for r in lm_answered),
-        "per_category": {category: group_figures(items) for category, items in sorted(by_category.items())},
-        "per_style": {style: group_figures(items) for style, items in sorted(by_style.items())},
     }
     if any(r.semantic_f1 is not None for r in rows):
         figures["semantic_f1"] = mean(r.semantic_f1 or 0.0 for r in answerable)
-    ordered = {name: figures[name] for name in (*(f.name for f in FIGURES), *BREAKDOWNS) if name in figures}
-    return with_old_names(ordered, RENAMED)
-
-
-def group_figures(items: list[QuestionRow]) -> dict:
-    """The figures of a group of questions (a category, a style): pass rate and combined score; for its
-    answerable questions, token F1, median words and how they ended: answered with every key fact, falsely
-    refused, or wrong or partial (answered with a key fact missing, or failed)."""
-    answerable = [r for r in items if r.answerable]
-    figures = {"n": len(items), "n_answerable": len(answerable), "pass_rate": share(r.passed for r in items),
-               "combined": mean(r.combined for r in items),
-               "token_f1": mean(r.token_f1 for r in items if r.token_f1 is not None),
-               "answer_words_p50": percentile([r.answer_words for r in items if r.answer_words is not None], 50),
-               "key_fact_accuracy": share(r.passed for r in answerable),
-               "false_refusal_rate": share(r.refused for r in answerable),
-               "wrong_or_partial": share(not r.passed and not r.refused for r in answerable)}
-    return with_old_names(figures, RENAMED_IN_GROUPS)
+    return {f.name: figures[f.name] for f in FIGURES if f.name in figures}
 
 
 def with_old_names(figures: dict, renamed: dict[str, str]) -> dict:
