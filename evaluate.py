@@ -1,7 +1,7 @@
 """Accuracy reports for bookrag: a program (compiled, zero-shot or the seed-style baseline) over labeled questions.
 
     python evaluate.py [--program artifacts/<name> | --zero-shot | --baseline | --compare A B]
-                       [--questions FILE] [--book DIR] [--split test] [--style NAME[,NAME]] [--min-accuracy 0.8]
+                       [--questions FILE] [--book DIR] [--split test] [--style NAME[,NAME]] [--min-combined 0.8]
                        [--json] [--out DIR] [--lm MODEL] [--threads N] [--semantic-f1]
     python evaluate.py --retrieval-only [--book DIR] [--questions FILE] [--k 5] [--mode hybrid] [--mmr] [--json]
 
@@ -12,7 +12,7 @@ style `must-refuse`; answerable rows without one in none); --style evaluates onl
 it are kept. A program that fails after another finished, or SIGINT/SIGTERM, still writes what finished
 (report.json: "partial" says why and how much).
 Exit codes: 0 ok, 2 configuration or artifact error, 3 store/embedding/LM error, 4 bad arguments, question file or
-an --out it may not write, 5 combined score below --min-accuracy, 130/143 stopped by SIGINT/SIGTERM.
+an --out it may not write, 5 combined score below --min-combined, 130/143 stopped by SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def build_parser() -> ArgumentParser:
     which.add_argument("--baseline", action="store_true", help="the seed-style baseline")
     which.add_argument("--compare", nargs=2, type=program_spec, metavar=("A", "B"),
                        help="two programs (artifact folder, zero-shot or baseline) on the same questions; B is the "
-                            "candidate that --min-accuracy gates")
+                            "candidate that --min-combined gates")
     which.add_argument("--retrieval-only", action="store_true", help="evaluate the retriever alone")
     parser.add_argument("--questions", type=user_path, default=BUNDLED_QUESTIONS, help="CSV or JSONL question file")
     parser.add_argument("--split", choices=("train", "dev", "test", "all"),
@@ -68,9 +68,10 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--style", type=style_names, metavar="NAME[,NAME]",
                         help="only questions of these styles (the question file's style column): "
                              f"{', '.join(STYLE_CHOICES)}; must-refuse: the questions to refuse, which have no style")
-    parser.add_argument("--min-accuracy", type=float, metavar="X",
+    parser.add_argument("--min-combined", type=float, metavar="X",
                         help="exit 5 when the combined score (0..1) of the evaluated program, with --compare of B, "
                              "is below X")
+    parser.add_argument("--min-accuracy", type=float, metavar="X", help="the old name of --min-combined (deprecated)")
     parser.add_argument("--out", type=user_path, help="report folder (default: reports/<book>-<split>/)")
     parser.add_argument("--threads", type=int, default=1,
                         help="questions answered at once, for a hosted LM (default 1; the local model already uses "
@@ -100,16 +101,33 @@ def style_names(text: str) -> tuple[str, ...]:
         raise ArgumentTypeError(str(exc)) from None
 
 
+# Flags renamed in issue 40, {old: new}: the old one still works, and says to use the new one.
+RENAMED_FLAGS = {"--min-accuracy": "--min-combined"}
+
+
+def take_renamed_flags(parser: ArgumentParser, args) -> None:
+    """An old flag's value as its new flag's, with a notice to use the new name; both given exits 4."""
+    for old, new in RENAMED_FLAGS.items():
+        old_dest, new_dest = (flag.removeprefix("--").replace("-", "_") for flag in (old, new))
+        if getattr(args, old_dest) is None:
+            continue
+        if getattr(args, new_dest) is not None:
+            parser.error(f"{old} is the old name of {new}: give {new} alone")
+        notice(f"{old} is deprecated: use {new}, the same setting under its new name")
+        setattr(args, new_dest, getattr(args, old_dest))
+
+
 def check_arguments(parser: ArgumentParser, args) -> None:
     """Bounds and combinations of the flags: a bad one exits 4 before any work."""
+    take_renamed_flags(parser, args)
     if args.k is not None and args.k < 1:
         parser.error("--k must be at least 1")
     if args.threads < 1:
         parser.error("--threads must be at least 1")
     if not args.retrieval_only and (args.k is not None or args.mode or args.mmr):
         parser.error("--k, --mode and --mmr apply to --retrieval-only; a program uses its own retrieval settings")
-    if args.min_accuracy is not None and not 0.0 <= args.min_accuracy <= 1.0:
-        parser.error(f"--min-accuracy is a combined score from 0 to 1, got {args.min_accuracy}")
+    if args.min_combined is not None and not 0.0 <= args.min_combined <= 1.0:
+        parser.error(f"--min-combined is a combined score from 0 to 1, got {args.min_combined}")
 
 
 def check_programs(parser: ArgumentParser, args, specs: list[str]) -> None:
@@ -139,7 +157,7 @@ def program_specs(args) -> list[str]:
 
 
 def evaluate_programs(args, settings, specs: list[str]) -> int:
-    """Each program over the split's questions; the report files, the figures shown, and the --min-accuracy gate."""
+    """Each program over the split's questions; the report files, the figures shown, and the --min-combined gate."""
     from bookrag.output_folder import OutputFolder
     from programs.compile.artifact import default_artifact
     from programs.evaluate.report_files import REPORT_OUTPUT
@@ -161,7 +179,7 @@ def evaluate_programs(args, settings, specs: list[str]) -> int:
     else:
         print_programs(run.reports, run.run_settings)
         print(f"Wrote {', '.join(f.name for f in files)} to {out_dir}")
-    return below_gate(args.min_accuracy, specs[-1], run.reports[specs[-1]])  # with --compare, B (the candidate)
+    return below_gate(args.min_combined, specs[-1], run.reports[specs[-1]])  # with --compare, B (the candidate)
 
 
 def chosen_questions(args, split: str) -> list:
@@ -212,14 +230,14 @@ def run_settings(args, settings, index, programs: dict, threads: int) -> dict:
         "programs": list(programs),
         "lm": settings.lm, "expand": query_expansion(programs), "threads": threads,
         "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
-        "min_accuracy": args.min_accuracy, "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "min_combined": args.min_combined, "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
 
-def below_gate(min_accuracy: float | None, name: str, report: dict) -> int:
-    """BELOW_GATE, said on stderr, when the program's combined score is below --min-accuracy; else OK."""
-    if min_accuracy is not None and report["combined"] < min_accuracy:
-        notice(f"{name}: combined {report['combined']:.3f} is below --min-accuracy {min_accuracy}")
+def below_gate(min_combined: float | None, name: str, report: dict) -> int:
+    """BELOW_GATE, said on stderr, when the program's combined score is below --min-combined; else OK."""
+    if min_combined is not None and report["combined"] < min_combined:
+        notice(f"{name}: combined {report['combined']:.3f} is below --min-combined {min_combined}")
         return ExitCode.BELOW_GATE
     return ExitCode.OK
 

@@ -11,7 +11,7 @@ class ExitCode(IntEnum):
     CONFIG = 2  # configuration or artifact
     RUNTIME = 3  # the store, embedder, LM or disk failed
     ARGS = 4  # bad arguments or input file
-    BELOW_GATE = 5  # evaluate.py --min-accuracy or ask.py --validate not met
+    BELOW_GATE = 5  # evaluate.py --min-combined or ask.py --validate not met
     UNEXPECTED = 70  # sysexits' EX_SOFTWARE: a bug in bookrag, not something the user did
     SIGINT = 130  # 128 + the signal's number, as shells report it
     SIGTERM = 143

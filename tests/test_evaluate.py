@@ -200,9 +200,17 @@ def test_without_a_program_flag_the_default_artifact_is_used_if_compiled(workspa
 
 
 @pytest.mark.parametrize(("threshold", "code"), [("1.0", 5), ("0.0", 0)])
-def test_min_accuracy_gates_the_combined_score(workspace, capsys, threshold, code):
-    assert run_evaluate(workspace, "--baseline", "--min-accuracy", threshold) == code  # the seed design: below 1
-    assert ("below --min-accuracy" in capsys.readouterr().err) is (code == 5)
+def test_min_combined_gates_the_combined_score(workspace, capsys, threshold, code):
+    assert run_evaluate(workspace, "--baseline", "--min-combined", threshold) == code  # the seed design: below 1
+    err = capsys.readouterr().err
+    assert ("below --min-combined" in err) is (code == 5) and "deprecated" not in err
+
+
+def test_min_accuracy_is_the_old_name_of_min_combined_and_says_so(workspace, capsys):
+    assert run_evaluate(workspace, "--baseline", "--min-accuracy", "1.0", "--json") == 5  # users' scripts still gate
+    err = capsys.readouterr().err
+    assert "--min-accuracy is deprecated: use --min-combined" in err and "below --min-combined 1.0" in err
+    assert json.loads((workspace["out"] / "report.json").read_text())["settings"]["min_combined"] == 1.0
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -212,8 +220,10 @@ def test_min_accuracy_gates_the_combined_score(workspace, capsys, threshold, cod
     (["--program", "no/such/artifact"], "is not an artifact folder"),
     (["--zero-shot", "--k", "3"], "apply to --retrieval-only"),
     (["--zero-shot", "--semantic-f1"], "needs a hosted LM judge"),
-    (["--zero-shot", "--min-accuracy", "2"], "--min-accuracy is a combined score from 0 to 1, got 2.0"),
-    (["--zero-shot", "--min-accuracy", "-0.1"], "--min-accuracy is a combined score from 0 to 1"),
+    (["--zero-shot", "--min-combined", "2"], "--min-combined is a combined score from 0 to 1, got 2.0"),
+    (["--zero-shot", "--min-combined", "-0.1"], "--min-combined is a combined score from 0 to 1"),
+    (["--zero-shot", "--min-accuracy", "2"], "--min-combined is a combined score from 0 to 1, got 2.0"),
+    (["--zero-shot", "--min-accuracy", "0.5", "--min-combined", "0.5"], "give --min-combined alone"),
 ])
 def test_bad_arguments_exit_4_before_touching_the_index(workspace, capsys, args, message):
     with pytest.raises(SystemExit) as exc:
