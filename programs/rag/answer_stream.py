@@ -28,8 +28,22 @@ def stream_answer(program: dspy.Module, predict: dspy.Predict, on_text: Callable
     streaming = dspy.streamify(program, stream_listeners=[AnswerStreamListener(predict)], async_streaming=False)
     prediction = None
     for item in streaming(**inputs):
-        if isinstance(item, StreamResponse):
-            on_text(item.chunk)
-        elif isinstance(item, dspy.Prediction):
-            prediction = item
+        prediction = _passed_on(item, on_text) or prediction
     return prediction
+
+
+async def astream_answer(program: dspy.Module, predict: dspy.Predict, on_text: Callable[[str], None],
+                         **inputs) -> dspy.Prediction:
+    """`stream_answer` on an event loop: `await program.acall(**inputs)` (its `aforward`)."""
+    streaming = dspy.streamify(program, stream_listeners=[AnswerStreamListener(predict)], is_async_program=True)
+    prediction = None
+    async for item in streaming(**inputs):
+        prediction = _passed_on(item, on_text) or prediction
+    return prediction
+
+
+def _passed_on(item, on_text: Callable[[str], None]) -> dspy.Prediction | None:
+    """A piece of the answer goes to `on_text`; the final Prediction is returned."""
+    if isinstance(item, StreamResponse):
+        on_text(item.chunk)
+    return item if isinstance(item, dspy.Prediction) else None

@@ -6,6 +6,7 @@ with query expansion on (`expand="parts"` or `"hyde"`), its predictor too.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from contextlib import contextmanager
@@ -20,15 +21,17 @@ from programs.lm.language_model import lm_errors, lm_mode, make_lm
 from programs.lm.warm_up import warm_up_lm
 from programs.rag.answer_with_citations import REASONING, AnswerWithCitations, written_badly
 from programs.rag.ask_api import AskAPI
+from programs.rag.async_predict import apredict
 from programs.rag.bounded_question import bounded_question
 from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_context
 from programs.rag.extractive_answer import ExtractiveAnswer
+from programs.rag.gate_decision import GateDecision
 from programs.rag.hyde import HyDE
 from programs.rag.query_expansion import QuestionParts, interleave
 from programs.rag.refusal_prediction import refusal_prediction
 from programs.rag.response import ResponseMode
 from programs.rag.rewrite_query import RewriteQuery, rewritten_query
-from programs.rag.selected_text import answer_from_selection
+from programs.rag.selected_text import aanswer_from_selection, answer_from_selection
 from programs.refusal.answer_checks import check_answer
 from programs.refusal.reasons import RefusalReason
 from programs.refusal.refusal_gate import RefusalGate
@@ -111,25 +114,55 @@ class BookRAG(AskAPI, dspy.Module):
         question = bounded_question(question)  # every path to an answer (ask, evaluate, optimize) comes through here
         if selected_text:
             return answer_from_selection(self, question, selected_text, format_history(history))
+        decision = self.judge(question, history, k=k, module=module)
+        if not decision.answerable:
+            return self.refused(decision, RefusalReason.GATE)
+        written = self.write_answer(question, decision.query, decision.passages, history)
+        return self.checked(question, history, decision, written)
+
+    async def aforward(self, question: str, history=(), selected_text: str = "", module: str | None = None,
+                       k: int | None = None) -> dspy.Prediction:
+        """`forward` on an event loop (`await program.acall(question=...)`): the LM is awaited (`apredict`: DSPy's
+        async path, or a worker thread for an engine without one, as the local model's). The search and the gate
+        run in a worker thread: they may wait on the network (Cohere's embeddings, a Qdrant server, a hosted LM's
+        follow-up rewrite or query expansion), and the local embedder holds the CPU for tens of milliseconds. The
+        checks run on the loop: a few milliseconds of string matching."""
+        question = bounded_question(question)
+        if selected_text:
+            return await aanswer_from_selection(self, question, selected_text, format_history(history))
+        decision = await asyncio.to_thread(self.judge, question, history, k, module)
+        if not decision.answerable:
+            return self.refused(decision, RefusalReason.GATE)
+        written = await self.awrite_answer(question, decision.query, decision.passages, history)
+        return self.checked(question, history, decision, written)
+
+    def judge(self, question: str, history=(), k: int | None = None, module: str | None = None) -> GateDecision:
+        """The refusal gate's decision on the question's evidence (`gate_evidence`)."""
         started = time.perf_counter()
         query, passages = self.gate_evidence(question, history, k=k, module=module)
         retrieved = time.perf_counter()
         answerable, probability, _ = self.gate(query, passages)
         gate = {"probability": round(probability, 4), "threshold": self.gate.threshold, "answerable": answerable,
                 "calibrated": self.gate.calibrated}
-        timing = {"retrieval_time_ms": (retrieved - started) * 1000}
-        if not answerable:
-            return refusal_prediction(REFUSAL_MESSAGE, RefusalReason.GATE, query, passages, gate, timing)
-        answer, citations, verdict, mode = self.write_answer(question, query, passages, history)
-        timing["generation_time_ms"] = (time.perf_counter() - retrieved) * 1000
-        checked = check_answer(question, answer, citations, passages, history=history, answerable=verdict,
+        return GateDecision(query, passages, answerable, probability, gate, (retrieved - started) * 1000, retrieved)
+
+    def checked(self, question: str, history, decision: GateDecision, written) -> dspy.Prediction:
+        """The written answer (`write_answer`) if it passes the answer checks, else the refusal they give."""
+        answer, citations, verdict, mode = written
+        timing = {"retrieval_time_ms": decision.retrieval_time_ms,
+                  "generation_time_ms": (time.perf_counter() - decision.retrieved_at) * 1000}
+        checked = check_answer(question, answer, citations, decision.passages, history=history, answerable=verdict,
                                generated=mode == ResponseMode.GENERATED)
         if not checked.passed:
-            return refusal_prediction(REFUSAL_MESSAGE, checked.refusal, query, passages, gate, timing)
-        confidence = "high" if probability >= self.gate.high_confidence else "low"
-        return dspy.Prediction(answer=answer, citations=checked.citations, passages=passages, is_refusal=False,
-                               refusal_reason=None, confidence=confidence, mode=mode, query=query, gate=gate,
-                               **timing)
+            return self.refused(decision, checked.refusal, timing)
+        confidence = "high" if decision.probability >= self.gate.high_confidence else "low"
+        return dspy.Prediction(answer=answer, citations=checked.citations, passages=decision.passages,
+                               is_refusal=False, refusal_reason=None, confidence=confidence, mode=mode,
+                               query=decision.query, gate=decision.gate, **timing)
+
+    def refused(self, decision: GateDecision, reason: RefusalReason, timing: dict | None = None) -> dspy.Prediction:
+        timing = timing or {"retrieval_time_ms": decision.retrieval_time_ms}
+        return refusal_prediction(REFUSAL_MESSAGE, reason, decision.query, decision.passages, decision.gate, timing)
 
     def write_answer(self, question: str, query: str, passages: list[Passage], history=()):
         """(answer, valid citations, answerable verdict, mode): the LM's ChainOfThought, or the extractive mode.
@@ -137,17 +170,39 @@ class BookRAG(AskAPI, dspy.Module):
         A reply the adapter cannot read, or an answer that is no answer (the context copied out, a phrase repeated
         to the token cap), falls back to the extractive answer (mode `extractive-fallback`): the user still gets
         the book's own sentences, and reports count the failure."""
+        reply = self.reply(self.context(query, passages), question, history) if self.generates else None
+        return self.answer_of(reply, query, passages)
+
+    async def awrite_answer(self, question: str, query: str, passages: list[Passage], history=()):
+        """`write_answer` on an event loop."""
+        if not self.generates:
+            return self.answer_of(None, query, passages)
+        context = await asyncio.to_thread(self.context, query, passages)  # the compact context embeds sentences
+        return self.answer_of(await self.areply(context, question, history), query, passages)
+
+    def reply(self, context: str, question: str, history) -> dspy.Prediction | None:
+        """The LM's ChainOfThought on `context`; None when the adapter cannot read the reply."""
+        try:
+            with self._lm(parse_errors=False):
+                return self.generate(context=context, question=question, history=format_history(history))
+        except AdapterParseError:
+            return None
+
+    async def areply(self, context: str, question: str, history) -> dspy.Prediction | None:
+        """`reply`, awaited (`apredict`)."""
+        try:
+            with self._lm(parse_errors=False):
+                return await apredict(self.generate, context=context, question=question, history=format_history(history))
+        except AdapterParseError:
+            return None
+
+    def answer_of(self, reply: dspy.Prediction | None, query: str, passages: list[Passage]):
+        """`write_answer`'s tuple from the LM's reply, or from the book's sentences without a readable one."""
+        if reply is not None and not written_badly(reply.answer):
+            return (reply.answer, valid_citations(reply.citations, len(passages)), bool(reply.answerable),
+                    ResponseMode.GENERATED)
         mode = ResponseMode.EXTRACTIVE
         if self.generates:
-            try:
-                with self._lm(parse_errors=False):
-                    pred = self.generate(context=self.context(query, passages), question=question,
-                                         history=format_history(history))
-            except AdapterParseError:
-                pred = None
-            if pred is not None and not written_badly(pred.answer):
-                return (pred.answer, valid_citations(pred.citations, len(passages)), bool(pred.answerable),
-                        ResponseMode.GENERATED)
             log.warning("the LM's reply could not be read as an answer; answering extractively")
             mode = ResponseMode.EXTRACTIVE_FALLBACK
         extract = self.extract(query, passages)

@@ -8,6 +8,7 @@ import time
 import dspy
 
 from bookrag.config import SELECTION_REFUSAL_MESSAGE
+from programs.rag.async_predict import apredict
 from programs.rag.context import format_context
 from programs.rag.refusal_prediction import refusal_prediction
 from programs.rag.response import ResponseMode
@@ -21,13 +22,39 @@ MIN_SELECTION_COVERAGE = 0.5  # share of the question's content words the select
 def answer_from_selection(program, question: str, selected_text: str, history: str) -> dspy.Prediction:
     """Selected-text mode: the selection is the only source; no retrieval. `program`: the `BookRAG` whose predictors
     answer; `history`: the earlier turns as its LM reads them (`format_history`)."""
-    started = time.perf_counter()
-    selection = Passage(id="selection", score=1.0, text=selected_text, title="Selected text", heading="",
-                        module="", source="", url="")
+    started, selection = time.perf_counter(), selection_passage(selected_text)
+    reply = None
     if program.generates:
         with program._lm():
-            pred = program.generate(context=format_context([selection]), question=question, history=history)
-        answer, verdict, mode = pred.answer, bool(pred.answerable), ResponseMode.GENERATED
+            reply = program.generate(**answer_inputs(selection, question, history))
+    return selection_answer(program, question, selection, reply, started)
+
+
+async def aanswer_from_selection(program, question: str, selected_text: str, history: str) -> dspy.Prediction:
+    """`answer_from_selection` on an event loop: the LM awaited (`apredict`)."""
+    started, selection = time.perf_counter(), selection_passage(selected_text)
+    reply = None
+    if program.generates:
+        with program._lm():
+            reply = await apredict(program.generate, **answer_inputs(selection, question, history))
+    return selection_answer(program, question, selection, reply, started)
+
+
+def selection_passage(selected_text: str) -> Passage:
+    return Passage(id="selection", score=1.0, text=selected_text, title="Selected text", heading="", module="",
+                   source="", url="")
+
+
+def answer_inputs(selection: Passage, question: str, history: str) -> dict[str, str]:
+    return {"context": format_context([selection]), "question": question, "history": history}
+
+
+def selection_answer(program, question: str, selection: Passage, reply: dspy.Prediction | None,
+                     started: float) -> dspy.Prediction:
+    """The answer from the LM's `reply` (None: the extractive mode), or the refusal of what the selection does not
+    hold. `started`: `time.perf_counter()` when the question came in."""
+    if reply is not None:
+        answer, verdict, mode = reply.answer, bool(reply.answerable), ResponseMode.GENERATED
     else:
         extract = program.extract(question, [selection])
         answer, verdict, mode = extract.answer, extract.coverage >= MIN_SELECTION_COVERAGE, ResponseMode.EXTRACTIVE
