@@ -28,7 +28,7 @@ from bookrag.cli import (
     setup_logging,
     user_path,
 )
-from bookrag.config import BUNDLED_BOOK, MAX_TOP_K, ExpandMode
+from bookrag.config import BUNDLED_BOOK, DEFAULT_TOP_K, MAX_TOP_K, ExpandMode
 from bookrag.errors import BadArgumentError, BookragError, ExitCode
 from bookrag.terminal_text import printable, undecodable
 from programs.rag.live_answer import LiveAnswer
@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description="Ask questions about a Markdown book; answers cite its sections.")
     parser.add_argument("question", nargs="?", help="the question (none: interactive chat)")
     parser.add_argument("--top-k", type=setting_type("top_k"),
-                        help=f"passages retrieved per question, 1 to {MAX_TOP_K} (default: "
-                                                  "BOOKRAG_TOP_K or 5)")
+                        help=f"passages retrieved per question, 1 to {MAX_TOP_K} (default: BOOKRAG_TOP_K or "
+                             f"{DEFAULT_TOP_K})")
     parser.add_argument("--module", help="search only this module, named as in citations (e.g. ros2 for 01-ros2/)")
     parser.add_argument("--program", type=user_path, help="compiled program folder (default: artifacts/<book>/ if any)")
     parser.add_argument("--expand", choices=list(ExpandMode),

@@ -24,7 +24,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging, user_path
-from bookrag.config import BUNDLED_QUESTIONS, PROJECT_ROOT, book_name
+from bookrag.config import (
+    BUNDLED_QUESTIONS,
+    DEFAULT_SEARCH_MODE,
+    DEFAULT_TOP_K,
+    PROJECT_ROOT,
+    SEARCH_MODES,
+    book_name,
+)
 from bookrag.errors import ExitCode
 from bookrag.terminal_text import printable
 from programs.evaluate.styles import STYLE_CHOICES
@@ -78,9 +85,10 @@ def build_parser() -> ArgumentParser:
                              "every core, so it runs one at a time)")
     parser.add_argument("--semantic-f1", action="store_true",
                         help="also score answers with LM-judged semantic F1 (needs a hosted --lm)")
-    parser.add_argument("--k", type=int, help="--retrieval-only: passages retrieved per question (default 5)")
-    parser.add_argument("--mode", choices=("dense", "sparse", "hybrid"),
-                        help="--retrieval-only: search mode (default hybrid)")
+    parser.add_argument("--k", type=int,
+                        help=f"--retrieval-only: passages retrieved per question (default {DEFAULT_TOP_K})")
+    parser.add_argument("--mode", choices=SEARCH_MODES,
+                        help=f"--retrieval-only: search mode (default {DEFAULT_SEARCH_MODE})")
     parser.add_argument("--mmr", action="store_true", help="--retrieval-only: diversify passages with MMR")
     parser.add_program_arguments(json_help="print one JSON object on stdout and nothing else")
     return parser
@@ -284,7 +292,7 @@ def evaluate_retrieval(args, settings) -> int:
     from programs.evaluate.styles import of_styles
     from retrievers import BookIndex
 
-    k, mode = args.k or 5, args.mode or "hybrid"
+    k, mode = args.k or DEFAULT_TOP_K, args.mode or DEFAULT_SEARCH_MODE
     questions = load_questions(args.questions, split=args.split or "all")
     questions = of_styles(questions, args.style) if args.style else questions
     with BookIndex(settings) as index:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal, get_args
 from urllib.parse import SplitResult, urlsplit
 
 from bookrag.errors import ConfigError
@@ -29,9 +30,15 @@ REFUSAL_MESSAGE = "I couldn't find information about that in the book."
 SELECTION_REFUSAL_MESSAGE = (
     "I can only answer based on the selected text, and the answer is not present there."
 )
-# Passages per question, at most: every one is sent to the LM, and more than this is most of a book on every call
-# (`--top-k 10000` sent all 158 passages of the bundled book, 125 KB, to a hosted model).
+# Passages per question unless set (BOOKRAG_TOP_K, --top-k), and at most: every one is sent to the LM, and more than
+# this is most of a book on every call (`--top-k 10000` sent all 158 passages of the bundled book, 125 KB, to a
+# hosted model).
+DEFAULT_TOP_K = 5
 MAX_TOP_K = 50
+# How a search finds passages: by meaning (dense), by the book's words (sparse, BM25), or both, fused (hybrid).
+SearchMode = Literal["dense", "sparse", "hybrid"]
+SEARCH_MODES: tuple[SearchMode, ...] = get_args(SearchMode)
+DEFAULT_SEARCH_MODE: SearchMode = "hybrid"
 
 
 class AnswerMode(StrEnum):
@@ -303,7 +310,7 @@ class Settings:
     qdrant_api_key: Secret | None = field(default=None, repr=False)
     qdrant_host: str | None = None
     qdrant_port: int = 6333
-    top_k: int = 5
+    top_k: int = DEFAULT_TOP_K
     lm: str = "local"
     lm_max_tokens: int = 256
     lm_timeout: float = 60.0

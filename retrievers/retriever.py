@@ -7,15 +7,15 @@ import dataclasses
 import logging
 import threading
 
+from bookrag.config import DEFAULT_SEARCH_MODE, DEFAULT_TOP_K, SEARCH_MODES, SearchMode
 from bookrag.errors import RetrievalError, StoreError
 from retrievers.bm25 import Bm25Encoder
 from retrievers.embedder import Embedder
 from retrievers.passage import Passage, rank_key
 from retrievers.reranker import Reranker
-from retrievers.store import Hit, Mode, StoreQuery, VectorStore
+from retrievers.store import Hit, StoreQuery, VectorStore
 
 log = logging.getLogger(__name__)
-MODES = ("dense", "sparse", "hybrid")
 RERANK_CANDIDATES = 20  # a search's best passages the reranker orders (one call of 20 documents), to keep its top k
 
 
@@ -33,18 +33,18 @@ class QdrantRetriever:
     def search(
         self,
         query: str,
-        k: int = 5,
+        k: int = DEFAULT_TOP_K,
         module: str | None = None,
         min_score: float | None = None,
-        mode: Mode = "hybrid",
+        mode: SearchMode = DEFAULT_SEARCH_MODE,
         mmr: bool = False,
     ) -> list[Passage]:
         """Top-k passages: the search's, or with a reranker, its top `RERANK_CANDIDATES` reranked to k (with MMR, the
         k diverse passages reordered). `min_score` is a cut on cosine similarity (on the BM25 score in sparse mode)."""
         if not query or not query.strip():
             raise ValueError("Query cannot be empty")
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
         dense = self.embedder.embed_query(query) if (mode != "sparse" or mmr) else None
         sparse = self.sparse.query(query) if mode != "dense" else None
         pool = max(self.candidates, k)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
-from bookrag.config import Settings
+from bookrag.config import SearchMode, Settings
 
 DENSE, SPARSE = "dense", "bm25"
 RRF_K = 60  # the usual reciprocal-rank-fusion constant, the same for both back ends
 INDEXED_FIELDS = ("module", "source")
-Mode = Literal["dense", "sparse", "hybrid"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class Hit:
 
 @dataclass(frozen=True)
 class StoreQuery:
-    mode: Mode
+    mode: SearchMode
     limit: int
     dense: list[float] | None = None
     sparse: Sparse | None = None

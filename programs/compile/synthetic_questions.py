@@ -27,6 +27,7 @@ from pathlib import Path
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from bookrag.config import DEFAULT_TOP_K
 from bookrag.errors import DatasetError
 from bookrag.progress import progress_bar
 from bookrag.questions import COLUMNS, Question
@@ -104,7 +105,7 @@ def synthetic_question_file(index, lm: dspy.LM, path: Path, progress: bool | Non
 
 
 def synthetic_questions(index, writer: Callable[[Passage], WrittenQuestion | None],
-                        counts: SyntheticCounts = SyntheticCounts(), seed: int = 0, k: int = 5,
+                        counts: SyntheticCounts = SyntheticCounts(), seed: int = 0, k: int = DEFAULT_TOP_K,
                         progress: bool | None = None) -> list[Question]:
     """The labeled set for `index`'s book, split train/dev. `writer` writes an answerable question from a passage
     (or None); every must-refuse question is checked against what the retriever finds in the book."""
@@ -160,7 +161,7 @@ def answerable_questions(passages: list[Passage], writer, n: int, rng: random.Ra
     return rows
 
 
-def near_miss_questions(retriever, topics: list[str], n: int, rng: random.Random, k: int = 5,
+def near_miss_questions(retriever, topics: list[str], n: int, rng: random.Random, k: int = DEFAULT_TOP_K,
                         progress: bool | None = None) -> list[Question]:
     """The book's topics asked about an attribute the retrieved passages never mention."""
     pairs = [(template, words, topic) for topic in topics for template, words in NEAR_MISS]
@@ -177,7 +178,7 @@ def near_miss_questions(retriever, topics: list[str], n: int, rng: random.Random
     return rows
 
 
-def out_of_scope_questions(retriever, n: int, rng: random.Random, k: int = 5) -> list[Question]:
+def out_of_scope_questions(retriever, n: int, rng: random.Random, k: int = DEFAULT_TOP_K) -> list[Question]:
     """General-knowledge questions most of whose words the retrieved passages lack."""
     kept = [q for q in rng.sample(OUT_OF_SCOPE, len(OUT_OF_SCOPE))
             if gate_features(q, retriever.search(q, k=k))["coverage_top3"] < 0.5]

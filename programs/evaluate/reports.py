@@ -7,6 +7,7 @@ from collections import defaultdict
 
 import dspy
 
+from bookrag.config import DEFAULT_SEARCH_MODE, DEFAULT_TOP_K, SearchMode
 from bookrag.errors import BookragError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
@@ -24,8 +25,8 @@ def retrieval_questions(questions: list[Question]) -> list[Question]:
     return [q for q in questions if q.answerable and q.gold_sources and not q.selected_text]
 
 
-def retrieval_report(retriever: QdrantRetriever, questions: list[Question], k: int = 5, mode: str = "hybrid",
-                     mmr: bool = False, progress: bool | None = None) -> dict:
+def retrieval_report(retriever: QdrantRetriever, questions: list[Question], k: int = DEFAULT_TOP_K,
+                     mode: SearchMode = DEFAULT_SEARCH_MODE, mmr: bool = False, progress: bool | None = None) -> dict:
     """recall@k (a gold source among the top k), MRR, per-category recall, and query latency."""
     rows = retrieval_questions(questions)
     recalls, ranks, latencies = [], [], []
