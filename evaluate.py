@@ -3,7 +3,7 @@
     python evaluate.py [--program artifacts/<name> | --zero-shot | --baseline | --compare A B]
                        [--questions FILE] [--book DIR] [--split test] [--style NAME[,NAME]] [--min-combined 0.8]
                        [--json] [--out DIR] [--lm MODEL] [--threads N] [--semantic-f1]
-    python evaluate.py --retrieval-only [--book DIR] [--questions FILE] [--k 5] [--mode hybrid] [--mmr] [--json]
+    python evaluate.py --retrieval-only [--book DIR] [--questions FILE] [--top-k 5] [--mode hybrid] [--mmr] [--json]
 
 Writes report.json, predictions.csv and PNG plots to --out (default reports/<book>-<split>/). The report has figures
 per category and, for a question file with a style column, per style (must-refuse rows, which have no style, as the
@@ -23,11 +23,12 @@ from argparse import ArgumentTypeError
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging, user_path
+from bookrag.cli import ArgumentParser, load_settings, notice, run, setting_type, setup_logging, user_path
 from bookrag.config import (
     BUNDLED_QUESTIONS,
     DEFAULT_SEARCH_MODE,
     DEFAULT_TOP_K,
+    MAX_TOP_K,
     PROJECT_ROOT,
     SEARCH_MODES,
     book_name,
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     specs = [] if args.retrieval_only else program_specs(args)
     check_programs(parser, args, specs)
     setup_logging(args.verbose)
-    settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
+    settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode, top_k=args.top_k)
     if args.semantic_f1 and settings.lm == "local":
         parser.error("--semantic-f1 needs a hosted LM judge (--lm openai/gpt-4o-mini or BOOKRAG_LM); "
                      "a small local model is not a trustworthy judge")
@@ -85,8 +86,10 @@ def build_parser() -> ArgumentParser:
                              "every core, so it runs one at a time)")
     parser.add_argument("--semantic-f1", action="store_true",
                         help="also score answers with LM-judged semantic F1 (needs a hosted --lm)")
-    parser.add_argument("--k", type=int,
-                        help=f"--retrieval-only: passages retrieved per question (default {DEFAULT_TOP_K})")
+    parser.add_argument("--top-k", type=setting_type("top_k"),
+                        help=f"--retrieval-only: passages retrieved per question, 1 to {MAX_TOP_K} (default: "
+                             f"BOOKRAG_TOP_K or {DEFAULT_TOP_K})")
+    parser.add_argument("--k", type=setting_type("top_k"), help="the old name of --top-k (deprecated)")
     parser.add_argument("--mode", choices=SEARCH_MODES,
                         help=f"--retrieval-only: search mode (default {DEFAULT_SEARCH_MODE})")
     parser.add_argument("--mmr", action="store_true", help="--retrieval-only: diversify passages with MMR")
@@ -110,7 +113,7 @@ def style_names(text: str) -> tuple[str, ...]:
 
 
 # Flags renamed in issue 40, {old: new}: the old one still works, and says to use the new one.
-RENAMED_FLAGS = {"--min-accuracy": "--min-combined"}
+RENAMED_FLAGS = {"--min-accuracy": "--min-combined", "--k": "--top-k"}
 
 
 def take_renamed_flags(parser: ArgumentParser, args) -> None:
@@ -128,12 +131,10 @@ def take_renamed_flags(parser: ArgumentParser, args) -> None:
 def check_arguments(parser: ArgumentParser, args) -> None:
     """Bounds and combinations of the flags: a bad one exits 4 before any work."""
     take_renamed_flags(parser, args)
-    if args.k is not None and args.k < 1:
-        parser.error("--k must be at least 1")
     if args.threads < 1:
         parser.error("--threads must be at least 1")
-    if not args.retrieval_only and (args.k is not None or args.mode or args.mmr):
-        parser.error("--k, --mode and --mmr apply to --retrieval-only; a program uses its own retrieval settings")
+    if not args.retrieval_only and (args.top_k is not None or args.mode or args.mmr):
+        parser.error("--top-k, --mode and --mmr apply to --retrieval-only; a program uses its own retrieval settings")
     if args.min_combined is not None and not 0.0 <= args.min_combined <= 1.0:
         parser.error(f"--min-combined is a combined score from 0 to 1, got {args.min_combined}")
 
@@ -292,7 +293,7 @@ def evaluate_retrieval(args, settings) -> int:
     from programs.evaluate.styles import of_styles
     from retrievers import BookIndex
 
-    k, mode = args.k or DEFAULT_TOP_K, args.mode or DEFAULT_SEARCH_MODE
+    k, mode = settings.top_k, args.mode or DEFAULT_SEARCH_MODE
     questions = load_questions(args.questions, split=args.split or "all")
     questions = of_styles(questions, args.style) if args.style else questions
     with BookIndex(settings) as index:

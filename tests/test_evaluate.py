@@ -219,6 +219,11 @@ def test_min_accuracy_is_the_old_name_of_min_combined_and_says_so(workspace, cap
     (["--compare", "baseline", "baseline"], "two different programs"),
     (["--program", "no/such/artifact"], "is not an artifact folder"),
     (["--zero-shot", "--k", "3"], "apply to --retrieval-only"),
+    (["--zero-shot", "--top-k", "3"], "apply to --retrieval-only"),
+    (["--retrieval-only", "--top-k", "51"], "argument --top-k: must be between 1 and 50, got 51"),
+    (["--retrieval-only", "--k", "51"], "argument --k: must be between 1 and 50, got 51"),  # was run with 51
+    (["--retrieval-only", "--k", "0"], "argument --k: must be between 1 and 50, got 0"),
+    (["--retrieval-only", "--k", "2", "--top-k", "2"], "give --top-k alone"),
     (["--zero-shot", "--semantic-f1"], "needs a hosted LM judge"),
     (["--zero-shot", "--min-combined", "2"], "--min-combined is a combined score from 0 to 1, got 2.0"),
     (["--zero-shot", "--min-combined", "-0.1"], "--min-combined is a combined score from 0 to 1"),
@@ -231,6 +236,18 @@ def test_bad_arguments_exit_4_before_touching_the_index(workspace, capsys, args,
     assert exc.value.code == 4
     assert message in capsys.readouterr().err
     assert not (workspace["root"] / "data" / "qdrant").exists()
+
+
+def test_retrieval_only_reads_top_k_as_every_top_k_does(workspace, capsys, monkeypatch):
+    """BOOKRAG_TOP_K, then --top-k, as ask.py and the programs read them; --k, its old name, still works."""
+    monkeypatch.setenv("BOOKRAG_TOP_K", "2")
+    assert run_evaluate(workspace, "--retrieval-only", "--json") == 0
+    assert only_json(capsys)["k"] == 2
+    assert run_evaluate(workspace, "--retrieval-only", "--top-k", "3", "--json") == 0
+    assert only_json(capsys)["k"] == 3
+    assert run_evaluate(workspace, "--retrieval-only", "--k", "4", "--json") == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["k"] == 4 and "--k is deprecated: use --top-k" in captured.err
 
 
 def test_a_split_without_questions_is_a_question_file_error(workspace):

@@ -33,7 +33,7 @@ def test_retrieval_only_json_prints_one_json_object_with_the_metrics(tmp_path):
     questions.write_text(QUESTIONS, encoding="utf-8")
 
     result = run_script("evaluate.py", "--retrieval-only", "--book", book, "--questions", questions,
-                        "--k", "2", "--json", cwd=tmp_path, env=env_for(tmp_path), timeout=120)
+                        "--top-k", "2", "--json", cwd=tmp_path, env=env_for(tmp_path), timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.endswith("\n") and result.stdout.count("\n") == 1  # one line, nothing else
     report = json.loads(result.stdout)
@@ -63,7 +63,7 @@ def test_malformed_question_file_exits_4_naming_the_problem(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--retrieval-only", "--k", "0"], "--k must be at least 1"),
+    (["--retrieval-only", "--top-k", "0"], "argument --top-k: must be between 1 and 50, got 0"),
     (["--retrieval-only", "--mode", "fuzzy"], "invalid choice: 'fuzzy'"),
 ])
 def test_bad_arguments_exit_4(tmp_path, args, message):
