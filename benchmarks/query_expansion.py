@@ -27,7 +27,7 @@ from statistics import median
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bookrag.cli  # noqa: F401  (first: sets LITELLM_LOCAL_MODEL_COST_MAP before dspy loads)
-from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, Settings
+from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, DEFAULT_TOP_K, PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
 from programs.evaluate.metrics import recall_at_k, reciprocal_rank
 from programs.evaluate.reports import program_report, retrieval_questions
@@ -97,7 +97,7 @@ def report(name: str, rows: list[tuple]) -> None:
 def main() -> None:
     global K
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--k", type=int, default=DEFAULT_TOP_K)
     parser.add_argument("--data-dir", type=Path, default=PROJECT_ROOT / "data")
     parser.add_argument("--hyde", type=int, default=0, help="HyDE with the local LM on N multi-part questions")
     parser.add_argument("--lm-threads", type=int, default=1, help="llama.cpp threads for --hyde")
@@ -111,8 +111,8 @@ def main() -> None:
         questions = retrieval_questions(labeled)
         with BookIndex(Settings(data_dir=args.data_dir, book_dir=book_dir)) as index:
             index.ingest(progress=False)  # a no-op when the book is indexed and unchanged
-            none = BookRAG(index.retriever, lm=None, k=K)
-            parts = BookRAG(index.retriever, lm=None, k=K, expand="parts")
+            none = BookRAG(index.retriever, lm=None, top_k=K)
+            parts = BookRAG(index.retriever, lm=None, top_k=K, expand="parts")
             run(none, questions[:3])  # load the embedding model outside the timings
             if args.hyde_only:
                 print(f"{book}:")
@@ -161,7 +161,7 @@ def hyde_subset(index, questions, args) -> None:
         subset = [q for q in questions if q.category == "multi-part"][: args.hyde]
     lm = make_lm(Settings(data_dir=args.data_dir, lm="local", lm_threads=args.lm_threads, lm_max_tokens=160))
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # time the model, not a cache
-    hyde = BookRAG(index.retriever, lm=lm, k=K, expand="hyde")
+    hyde = BookRAG(index.retriever, lm=lm, top_k=K, expand="hyde")
     unparsed = Counter()
     logging.getLogger("programs.rag.hyde").addHandler(unparsed)
     rows, seconds = [], []
@@ -174,11 +174,11 @@ def hyde_subset(index, questions, args) -> None:
           f"{len(subset) - unparsed.n} gave a "
           f"hypothetical passage, {unparsed.n} fell back to the question; {len(lm.history)} LM calls, "
           f"median {median(seconds):.1f} s per question (load {os.getloadavg()[0]:.1f})")
-    report("none (same subset)", run(BookRAG(index.retriever, lm=None, k=K), subset))
+    report("none (same subset)", run(BookRAG(index.retriever, lm=None, top_k=K), subset))
     report("hyde (local)", rows)
 
 
-K = 5
+K = DEFAULT_TOP_K
 
 if __name__ == "__main__":
     main()

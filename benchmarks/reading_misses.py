@@ -51,7 +51,7 @@ def main() -> None:
                 continue
             answerable += 1
             query = program.standalone_query(q.question, q.history)
-            context = program.context(query, program.retrieve(query, k=program.k))
+            context = program.context(query, program.retrieve(query, k=program.top_k))
             complete = key_fact_recall(q.key_facts, context) == 1.0
             right = row["refused"] != "True" and key_fact_recall(q.key_facts, row["answer"]) == 1.0
             held += complete

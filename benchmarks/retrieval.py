@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bookrag.config import PROJECT_ROOT, Settings
+from bookrag.config import DEFAULT_TOP_K, PROJECT_ROOT, SEARCH_MODES, Settings
 from bookrag.questions import load_questions
 from programs.evaluate.reports import percentile, retrieval_questions, retrieval_report
 from retrievers import BookIndex
@@ -26,7 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--book", type=Path, default=PROJECT_ROOT.parent / "shared/corpora/physical-ai-book-a")
     parser.add_argument("--questions", type=Path, default=PROJECT_ROOT / "datasets/physical-ai-book-a.csv")
-    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--k", type=int, default=DEFAULT_TOP_K)
     parser.add_argument("--chunk-sizes", default="250", help="comma-separated chunk sizes in tokens to compare")
     parser.add_argument("--overlap", type=int, default=40)
     args = parser.parse_args()
@@ -55,7 +55,7 @@ def main() -> None:
                       f"{percentile(latencies[len(queries):], 50):.1f} ms, "
                       f"p95 {percentile(latencies[len(queries):], 95):.1f} ms")
                 print(f"  {'mode':8} recall@{args.k}   MRR")
-                for mode in ("dense", "sparse", "hybrid"):
+                for mode in SEARCH_MODES:
                     report = retrieval_report(retriever, questions, k=args.k, mode=mode, progress=False)
                     print(f"  {mode:8} {report['recall_at_k']:.3f}     {report['mrr']:.3f}")
 

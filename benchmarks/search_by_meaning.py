@@ -49,7 +49,7 @@ def main() -> None:
                     continue
                 style = q.style if q.answerable else "must-refuse"
                 query, passages = program.gate_evidence(q.question, q.history)
-                hybrid = program.retriever.search(query, k=program.k, mode="hybrid")
+                hybrid = program.retriever.search(query, k=program.top_k, mode="hybrid")
                 by_meaning = misses_the_words(query, hybrid)
                 gated[style, "n"] += 1
                 gated[style, "by meaning"] += by_meaning

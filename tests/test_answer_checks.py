@@ -221,7 +221,7 @@ class RetrievedQoS:
 def test_the_program_checks_a_follow_up_with_its_history():
     lm = DummyLM([{"standalone_query": "What reliability does the IMU topic use?"},
                   {"reasoning": "Passage 2.", "answer": RELIABILITY_ANSWER, "citations": [2], "answerable": True}])
-    program = BookRAG(RetrievedQoS(), lm=lm, k=3, context_words=0)
+    program = BookRAG(RetrievedQoS(), lm=lm, top_k=3, context_words=0)
     program.gate.threshold = 0.0  # the gate's decision is not under test
     response = program.ask(RELIABILITY, history=[DEPTH_TURN])
     assert not response.is_refusal and response.answer == RELIABILITY_ANSWER

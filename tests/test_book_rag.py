@@ -137,7 +137,7 @@ def make(index):
     """`make(lm=..., answer_mode=..., k=...)` -> a BookRAG over the tiny book, gate pinned open."""
 
     def build(lm=None, answer_mode="generated", k=3, probability=0.99):
-        program = BookRAG(index.retriever, lm=lm, k=k, answer_mode=answer_mode)
+        program = BookRAG(index.retriever, lm=lm, top_k=k, answer_mode=answer_mode)
         pin_gate(program.gate, probability)
         return program
 

@@ -269,7 +269,7 @@ def passage(source: str, dense: float) -> Passage:
 class FixedProgram:
     """Answers each question id with a fixed prediction; has what program_report reads from a BookRAG."""
 
-    k, search_mode, generates = 2, "hybrid", False
+    top_k, search_mode, generates = 2, "hybrid", False
 
     def __init__(self, predictions: dict[str, dspy.Prediction]):
         self.predictions, self.gate = predictions, RefusalGate()

@@ -27,7 +27,7 @@ class ScriptedProgram:
     """Answers every answerable question right (`knows=True`) or refuses every question; records what it was asked.
     Has what `question_row` reads from a BookRAG."""
 
-    k, search_mode, generates = 1, "hybrid", False
+    top_k, search_mode, generates = 1, "hybrid", False
 
     def __init__(self, knows: bool):
         self.knows, self.gate, self.asked = knows, RefusalGate(), []

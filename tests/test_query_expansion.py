@@ -101,7 +101,7 @@ def test_hyde_falls_back_to_the_question_when_the_reply_has_no_passage(caplog):
 # -- BookRAG ----------------------------------------------------------------------------------------------------
 
 def test_parts_mode_searches_for_the_question_and_each_part(small_index, fake_embedder):
-    program = BookRAG(small_index.retriever, lm=None, k=4, expand="parts")
+    program = BookRAG(small_index.retriever, lm=None, top_k=4, expand="parts")
     passages = program.retrieve(TWO_PARTS, k=4)
     assert fake_embedder.queries == [TWO_PARTS, *split_question(TWO_PARTS)]
     assert len(passages) <= 4 and len({p.id for p in passages}) == len(passages)
@@ -109,7 +109,7 @@ def test_parts_mode_searches_for_the_question_and_each_part(small_index, fake_em
 
 
 def test_default_searches_once(small_index, fake_embedder):
-    program = BookRAG(small_index.retriever, lm=None, k=4)
+    program = BookRAG(small_index.retriever, lm=None, top_k=4)
     assert program.expand == "none" and program.expander is None
     program.retrieve(TWO_PARTS, k=4)
     assert fake_embedder.queries == [TWO_PARTS]
@@ -118,7 +118,7 @@ def test_default_searches_once(small_index, fake_embedder):
 def test_hyde_mode_searches_with_the_lms_passage_through_the_whole_program(small_index, fake_embedder):
     hypothetical = "Gazebo simulates friction and contact between links."
     lm = DummyLM([{"passage": hypothetical}])
-    program = BookRAG(small_index.retriever, lm=lm, k=3, answer_mode="extractive", expand="hyde")
+    program = BookRAG(small_index.retriever, lm=lm, top_k=3, answer_mode="extractive", expand="hyde")
     program.gate.threshold = 0.0  # the gate's decision is not under test
     response = program.ask("How does Gazebo simulate contact?")
     assert fake_embedder.queries == ["How does Gazebo simulate contact?", hypothetical]

@@ -50,7 +50,7 @@ def program(tmp_path):
     book = write_book(tmp_path / "book", BOOK)
     with BookIndex(Settings(data_dir=tmp_path / "data", book_dir=book), book, embedder=SynonymEmbedder()) as index:
         index.ingest(progress=False)
-        yield BookRAG(index.retriever, k=2, answer_mode="extractive")
+        yield BookRAG(index.retriever, top_k=2, answer_mode="extractive")
 
 
 def sources(passages) -> list[str]:

@@ -51,7 +51,7 @@ def build_manifest(settings: Settings, index, program, result, optimizer, datase
         "index_fingerprint": index.fingerprint(),
         "search_mode": program.search_mode,
         "expand": program.expand,
-        "top_k": program.k,
+        "top_k": program.top_k,
         "refusal_gate": {k: v for k, v in result.gate.items() if k != "state"},
         "dataset": dataset,
         "optimizer": optimizer.as_dict(),

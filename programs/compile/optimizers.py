@@ -109,7 +109,7 @@ def labeled_demos(program, questions: list[Question]) -> list[dspy.Example]:
     for q in questions:
         if q.selected_text or (q.answerable and not (q.reference_answer and q.gold_sources)):
             continue
-        passages = program.retrieve(program.standalone_query(q.question, q.history), k=program.k)
+        passages = program.retrieve(program.standalone_query(q.question, q.history), k=program.top_k)
         citations = [n for n, p in enumerate(passages, start=1) if p.source in q.gold_sources]
         if q.answerable and not citations:
             continue  # retrieval missed the gold page: no honest demo to make from it

@@ -75,7 +75,7 @@ def program_report(program, questions: list[Question], progress: bool | None = N
 
 def report_of(program, rows: list[QuestionRow]) -> dict:
     """The report of `program` over scored rows: every question, or those finished before a stop."""
-    return {**aggregate(rows), "k": program.k, "search_mode": program.search_mode,
+    return {**aggregate(rows), "k": program.top_k, "search_mode": program.search_mode,
             "gate": program.gate.dump_state(), "rows": [row.to_dict() for row in rows]}
 
 
@@ -153,7 +153,7 @@ def question_row(program, question: Question, judge=None) -> QuestionRow:
         # Gold citation is asked of answered questions only; a refusal is scored by the refusal metrics.
         gold_cited=(metrics.gold_source_cited(example, pred)
                     if answerable and not refused and metrics.gold_citation_applies(example) else None),
-        gold_retrieved=(metrics.recall_at_k(pred.passages, question.gold_sources, program.k) == 1.0
+        gold_retrieved=(metrics.recall_at_k(pred.passages, question.gold_sources, program.top_k) == 1.0
                         if retrieval_questions([question]) else None),
         token_f1=(metrics.token_f1(question.reference_answer, "" if refused else pred.answer)
                   if answerable and question.reference_answer else None),

@@ -15,7 +15,7 @@ from programs.rag.response import Response
 
 
 class AskAPI:
-    """`ask` and `ask_async` for a DSPy module whose `forward(question, history, selected_text, module, k)` (and
+    """`ask` and `ask_async` for a DSPy module whose `forward(question, history, selected_text, module, top_k)` (and
     `aforward`) return the checked Prediction and whose `generate.predict` writes the answer (`BookRAG`)."""
 
     def ask(self, query: str, *, top_k: int | None = None, module: str | None = None, history=None,
@@ -53,4 +53,4 @@ def program_inputs(query: str, top_k: int | None, module: str | None, history, s
     if top_k is not None and (problem := setting_problem("top_k", top_k)):
         raise ValueError(f"top_k {problem}")
     return {"question": bounded_question(query), "history": tuple(history or ()), "selected_text": selected_text or "",
-            "module": module, "k": top_k}
+            "module": module, "top_k": top_k}

@@ -14,7 +14,16 @@ from contextlib import contextmanager
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from bookrag.config import REFUSAL_MESSAGE, AnswerMode, ExpandMode, Settings
+from bookrag.config import (
+    DEFAULT_SEARCH_MODE,
+    DEFAULT_TOP_K,
+    REFUSAL_MESSAGE,
+    AnswerMode,
+    ExpandMode,
+    SearchMode,
+    Settings,
+)
+from bookrag.deprecation import RenamedAttribute, renamed_argument
 from bookrag.questions import follow_up_text
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode, make_lm
@@ -53,7 +62,8 @@ class BookRAG(AskAPI, dspy.Module):
             returns `Passage`s. None only for a program that never searches (selected text, loading state).
         lm: The `dspy.LM` that writes answers, rewrites follow-ups and expands queries. None: answers are
             extractive whatever `answer_mode` says.
-        k: How many passages a question retrieves and the answer reads, unless a call passes its own.
+        top_k: How many passages a question retrieves and the answer reads, unless a call passes its own
+            (`forward(..., top_k=)`, `ask(..., top_k=)`). `k=`, its old name, still works and warns.
         search_mode: `hybrid` (dense and BM25 fused), `dense` or `sparse`. A hybrid search whose passages miss most of
             the question's words is done again by meaning alone (`search`).
         answer_mode: `generated` (the LM's ChainOfThought over the passages) or `extractive` (the book's own
@@ -68,15 +78,18 @@ class BookRAG(AskAPI, dspy.Module):
         >>> program.ask("How tall is Kestrel?").citations
     """
 
-    def __init__(self, retriever=None, lm: dspy.LM | None = None, k: int = 5, search_mode: str = "hybrid",
-                 answer_mode: str = "generated", expand: str = "none", context_words: int | None = None):
+    k = RenamedAttribute("top_k")  # the old name of `top_k`
+
+    def __init__(self, retriever=None, lm: dspy.LM | None = None, top_k: int = DEFAULT_TOP_K,
+                 search_mode: SearchMode = DEFAULT_SEARCH_MODE, answer_mode: str = "generated", expand: str = "none",
+                 context_words: int | None = None, k: int | None = None):
         super().__init__()
         self.rewrite = dspy.Predict(RewriteQuery)
         self.generate = dspy.ChainOfThought(AnswerWithCitations, rationale_field=dspy.OutputField(desc=REASONING))
         self.gate = RefusalGate()
         self.extract = ExtractiveAnswer()
         self.retriever, self.lm = retriever, lm
-        self.k, self.search_mode = k, search_mode
+        self.top_k, self.search_mode = renamed_argument("BookRAG", "k", "top_k", k, top_k), search_mode
         self.answer_mode = AnswerMode(answer_mode)
         # The LM reads the passages' best sentences (a small local model reads ~60-90 tokens/s), or whole passages.
         if context_words is None:
@@ -91,7 +104,7 @@ class BookRAG(AskAPI, dspy.Module):
         """The program as configured, on `index` (a `BookIndex`): every entry point builds it here. `lm`: a ready
         LM instead of the one `settings.lm` names; `expand`: the query expansion when `settings` leave it unset
         (a compiled program's own), else none."""
-        program = cls(index.retriever, lm=lm if lm is not None else make_lm(settings), k=settings.top_k,
+        program = cls(index.retriever, lm=lm if lm is not None else make_lm(settings), top_k=settings.top_k,
                       answer_mode=settings.answer_mode, expand=settings.expand or expand or ExpandMode.NONE)
         program.index, program.manifest = index, None  # a compiled program's manifest is set by load_program
         return program
@@ -110,18 +123,19 @@ class BookRAG(AskAPI, dspy.Module):
         return self.answer_mode == AnswerMode.GENERATED and self.lm is not None
 
     def forward(self, question: str, history=(), selected_text: str = "", module: str | None = None,
-                k: int | None = None) -> dspy.Prediction:
+                top_k: int | None = None, k: int | None = None) -> dspy.Prediction:
         question = bounded_question(question)  # every path to an answer (ask, evaluate, optimize) comes through here
         if selected_text:
             return answer_from_selection(self, question, selected_text, format_history(history))
-        decision = self.judge(question, history, k=k, module=module)
+        top_k = renamed_argument("BookRAG.forward", "k", "top_k", k, top_k)
+        decision = self.judge(question, history, top_k=top_k, module=module)
         if not decision.answerable:
             return self.refused(decision, RefusalReason.GATE)
         written = self.write_answer(question, decision.query, decision.passages, history)
         return self.checked(question, history, decision, written)
 
     async def aforward(self, question: str, history=(), selected_text: str = "", module: str | None = None,
-                       k: int | None = None) -> dspy.Prediction:
+                       top_k: int | None = None, k: int | None = None) -> dspy.Prediction:
         """`forward` on an event loop (`await program.acall(question=...)`): the LM is awaited (`apredict`: DSPy's
         async path, or a worker thread for an engine without one, as the local model's). The search and the gate
         run in a worker thread: they may wait on the network (Cohere's embeddings, a Qdrant server, a hosted LM's
@@ -130,16 +144,17 @@ class BookRAG(AskAPI, dspy.Module):
         question = bounded_question(question)
         if selected_text:
             return await aanswer_from_selection(self, question, selected_text, format_history(history))
-        decision = await asyncio.to_thread(self.judge, question, history, k, module)
+        top_k = renamed_argument("BookRAG.aforward", "k", "top_k", k, top_k)
+        decision = await asyncio.to_thread(self.judge, question, history, top_k, module)
         if not decision.answerable:
             return self.refused(decision, RefusalReason.GATE)
         written = await self.awrite_answer(question, decision.query, decision.passages, history)
         return self.checked(question, history, decision, written)
 
-    def judge(self, question: str, history=(), k: int | None = None, module: str | None = None) -> GateDecision:
+    def judge(self, question: str, history=(), top_k: int | None = None, module: str | None = None) -> GateDecision:
         """The refusal gate's decision on the question's evidence (`gate_evidence`)."""
         started = time.perf_counter()
-        query, passages = self.gate_evidence(question, history, k=k, module=module)
+        query, passages = self.gate_evidence(question, history, top_k=top_k, module=module)
         retrieved = time.perf_counter()
         answerable, probability, _ = self.gate(query, passages)
         gate = {"probability": round(probability, 4), "threshold": self.gate.threshold, "answerable": answerable,
@@ -215,12 +230,12 @@ class BookRAG(AskAPI, dspy.Module):
             return
         warm_up_lm(self.lm, self.generate.predict, {"context": "[1] -\n-", "question": "-", "history": ""})
 
-    def gate_evidence(self, question: str, history=(), k: int | None = None,
+    def gate_evidence(self, question: str, history=(), top_k: int | None = None,
                       module: str | None = None) -> tuple[str, list[Passage]]:
         """(the standalone query, its passages): what the refusal gate judges. The answer path, the gate's
         calibration and the bootstrap's choice of traceable questions all take it from here."""
         query = self.standalone_query(question, history)
-        return query, self.retrieve(query, k=self.k if k is None else k, module=module)
+        return query, self.retrieve(query, k=self.top_k if top_k is None else top_k, module=module)
 
     def context(self, query: str, passages: list[Passage]) -> str:
         """What the LM reads: the numbered passages, compacted to their best sentences when `self.compact`."""
