@@ -51,7 +51,7 @@ class Counting:
 
 
 def cosine(a, b) -> float:
-    return sum(x * y for x, y in zip(a, b))
+    return sum(x * y for x, y in zip(a, b, strict=True))
 
 
 def norm(v) -> float:
@@ -86,7 +86,7 @@ def test_vectors_are_the_reference_models(minilm, case):
 def test_a_batch_gives_the_reference_vectors_in_the_order_asked():
     texts = [case["text"] for case in REFERENCE]
     batched = MiniLMEmbedder(batch_size=4)  # two batches, each of mixed lengths
-    for vector, case in zip(batched.embed_documents(texts[::-1]), REFERENCE[::-1]):
+    for vector, case in zip(batched.embed_documents(texts[::-1]), REFERENCE[::-1], strict=True):
         assert vector == pytest.approx(case["vector"], abs=1e-4)
 
 
