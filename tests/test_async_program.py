@@ -84,17 +84,17 @@ def outcome(pred) -> tuple:
     return pred.answer, pred.is_refusal, pred.refusal_reason, list(pred.citations), str(pred.mode)
 
 
-def test_acall_answers_through_dspys_async_path(make):
+def test_acall_answers_through_dspys_async_path(make):  # noqa: F811
     """`asyncio.run(program.acall(question=...))` raised AttributeError: BookRAG had no `aforward`."""
     lm, engine = dummy_lm()
     program = make(lm=lm)
     pred = asyncio.run(program.acall(question="How tall is Quillon the teaching robot?"))
     assert pred.answer == "The book says 1.4 m tall." and not pred.is_refusal
-    assert [p.source for p in pred.passages][0] == "intro.md"
+    assert pred.passages[0].source == "intro.md"
     assert engine.on_loop == [True]  # awaited on the loop (AsyncDummyEngine), not run in a thread
 
 
-def test_gather_and_evaluate_give_the_answers_of_eight_forward_calls(make):
+def test_gather_and_evaluate_give_the_answers_of_eight_forward_calls(make):  # noqa: F811
     lm, engine = dummy_lm()
     program = make(lm=lm)
     one_by_one = [outcome(program(**inputs)) for inputs in INPUTS]
@@ -113,7 +113,7 @@ def test_gather_and_evaluate_give_the_answers_of_eight_forward_calls(make):
     assert [reason for _, _, reason, _, _ in one_by_one] == [None] * 4 + ["gate", "model", "unsupported_claim", None]
 
 
-def test_a_sync_only_engine_is_awaited_in_a_worker_thread(make):
+def test_a_sync_only_engine_is_awaited_in_a_worker_thread(make):  # noqa: F811
     """DSPy refuses to await a custom engine without an async counterpart (LMUnsupportedFeatureError): the local
     model's calls run in worker threads, one at a time under the engine's lock, and give the same answers."""
     lm, engine = sync_only_lm()
@@ -128,13 +128,13 @@ def test_a_sync_only_engine_is_awaited_in_a_worker_thread(make):
     assert engine.on_loop == [False] * 14  # never on the loop's thread: the loop was never blocked by the model
 
 
-def test_a_gate_refusal_awaits_no_lm(make):
+def test_a_gate_refusal_awaits_no_lm(make):  # noqa: F811
     lm, engine = dummy_lm()
     pred = asyncio.run(make(lm=lm, probability=0.1).acall(question="How tall is Quillon the teaching robot?"))
     assert pred.is_refusal and pred.refusal_reason == "gate" and engine.on_loop == []
 
 
-def test_ask_async_awaits_acall_and_matches_ask(make):
+def test_ask_async_awaits_acall_and_matches_ask(make):  # noqa: F811
     """ask_async ran `ask` in a thread; it awaits the program's `acall` now, with `ask`'s Response."""
     lm, engine = dummy_lm()
     program = make(lm=lm)
@@ -149,7 +149,7 @@ def test_ask_async_awaits_acall_and_matches_ask(make):
                                                                 "retrieval_time_ms": 0} for q in SOURCES]
 
 
-def test_ask_async_checks_its_arguments_as_ask_does(make):
+def test_ask_async_checks_its_arguments_as_ask_does(make):  # noqa: F811
     program = make(answer_mode="extractive")
     with pytest.raises(ValueError, match="Query cannot be empty"):
         asyncio.run(program.ask_async("  "))
@@ -157,7 +157,7 @@ def test_ask_async_checks_its_arguments_as_ask_does(make):
         asyncio.run(program.ask_async("How tall is Quillon the teaching robot?", top_k=0))
 
 
-def test_ask_async_streams_the_answer_as_it_is_written(make, hosted_lm):
+def test_ask_async_streams_the_answer_as_it_is_written(make, hosted_lm):  # noqa: F811
     from test_book_rag import chat_reply
 
     lm, server = hosted_lm(chat_reply("Quillon is 1.4 m tall."))
