@@ -206,11 +206,21 @@ def show(response, args) -> None:
     if response.citations:
         console.print("Sources:", style="bold")
         for n, c in enumerate(response.citations, start=1):
-            place = c.heading if c.heading.startswith(c.title) else " › ".join(filter(None, (c.title, c.heading)))
-            console.print(Text(printable(f"  {n}. {place}  (score {c.score:.3f})")))
+            console.print(Text(printable(f"  {n}. {place(c)}  (score {c.score:.3f})")))
             console.print(Text(printable(f"     {c.url or c.source}"), style="dim"))
+    if response.nearest:  # a refused question about the book: where to look instead
+        console.print("Closest sections:", style="bold")
+        for section in response.nearest:
+            console.print(Text(printable(f"  - {place(section)}  (score {section.score:.3f})")))
+            console.print(Text(printable(f"    {section.url or section.source}"), style="dim"))
     if args.verbose:
         show_details(console, response)
+
+
+def place(section) -> str:
+    """A citation's or a nearest section's title and heading, as one line."""
+    title, heading = section.title, section.heading
+    return heading if heading.startswith(title) else " › ".join(filter(None, (title, heading)))
 
 
 def stdout_console():
@@ -235,6 +245,7 @@ def show_details(console, response) -> None:
     if gate:
         decision = "answer" if gate.get("answerable") else "refuse"
         console.print(f"gate: {decision} (p={gate['probability']:.3f}, threshold {gate['threshold']:.3f}, "
+                      f"off-topic below {gate.get('off_topic_below', 0.0):.3f}, "
                       f"{'calibrated' if gate.get('calibrated') else 'zero-shot prior'})")
     reason = f", refusal reason {response.refusal_reason}" if response.is_refusal else ""
     console.print(f"mode: {response.mode}, confidence {response.confidence}{reason}")

@@ -16,7 +16,8 @@ refused), for these gates:
 
 Book B's held-out set (datasets/physical-ai-book-b-heldout.csv, all test) is a third book no gate was fitted on;
 it is scored with `--splits test`. Decide on `--splits dev` (the default); report test at the end.
-`--write-default` refits the default calibration on both books' train splits and writes it before scoring.
+`--write-default` refits the default calibration on both books' train splits (its off-topic band,
+`off_topic_below`, on their dev splits) and writes it before scoring.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, Settings
 from bookrag.questions import Question, load_questions
 from programs.rag.book_rag import BookRAG
-from programs.refusal.calibration import choose_gate, gate_examples
+from programs.refusal.calibration import choose_gate, gate_examples, off_topic_cut
 from programs.refusal.default_calibration import write_default_calibration
 from programs.refusal.refusal_gate import CALIBRATED_FEATURES, MAX_FALSE_REFUSAL, RefusalGate
 from retrievers import BookIndex
@@ -118,6 +119,8 @@ def main() -> None:
     train = {name: [e for e in examples if e.question.split == "train"] for name, examples in books.items()}
     if args.write_default:
         gate = fitted([e for examples in train.values() for e in examples])
+        dev = [e for examples in books.values() for e in examples if e.question.split == "dev"]
+        gate.off_topic_below = off_topic_cut(gate, [e.features for e in dev], [e.question for e in dev]) or 0.0
         provenance = {
             "about": "Refusal gate fitted on every labeled train split; the zero-shot program's gate. Cosines are "
                      "MiniLM's (all-MiniLM-L6-v2): with another embedder, compile (optimize.py) for a fitted gate.",

@@ -28,7 +28,7 @@ from fake_openai import FakeOpenAI, _Handler, serving
 import ask
 from bookrag.config import REFUSAL_MESSAGE
 from bookrag.errors import AgentError
-from programs.rag.response import Citation, Response
+from programs.rag.response import Citation, Response, Section
 
 SECRETS = {"QDRANT_API_KEY": "sekret-qdrant-5f1c9a7e", "OPENAI_API_KEY": "sekret-openai-8b2d4c6f"}
 BOOK = {
@@ -311,6 +311,41 @@ def test_chat_json_prints_one_object_per_turn_and_the_prompt_elsewhere(monkeypat
     assert ask.chat(program, args(json=True)) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(line)["is_refusal"] for line in lines] == [False, True]
+
+
+NEAREST = [Section("Welcome", "Welcome › Who should read it", "/docs/intro#who-should-read-it", "intro.md", "", 0.41),
+           Section("Topics", "Topics", "/docs/ros2/topics", "01-ros2/01-topics.md", "ros2", 0.33)]
+
+
+def pointing_refusal(query: str = "q") -> Response:
+    return Response(answer=REFUSAL_MESSAGE, query=query, is_refusal=True, refusal_reason="gate", mode="refused",
+                    nearest=NEAREST)
+
+
+def test_a_refusal_about_the_book_shows_its_closest_sections(capsys):
+    ask.show(pointing_refusal(), args())
+    out = capsys.readouterr().out
+    assert out.index(REFUSAL_MESSAGE) < out.index("Closest sections:") and "Sources:" not in out
+    assert "- Welcome › Who should read it  (score 0.410)" in out and "/docs/intro#who-should-read-it" in out
+    assert "- Topics  (score 0.330)" in out and "/docs/ros2/topics" in out
+    ask.show(answer(REFUSAL_MESSAGE, refused=True), args())
+    assert "Closest sections" not in capsys.readouterr().out  # off-topic: the bare line
+
+
+def test_json_carries_the_closest_sections_as_nearest(capsys):
+    ask.show(pointing_refusal(), args(json=True))
+    data = json.loads(capsys.readouterr().out)
+    assert data["citations"] == [] and [s["url"] for s in data["nearest"]] == [s.url for s in NEAREST]
+    assert data["nearest"][1] == {"title": "Topics", "heading": "Topics", "url": "/docs/ros2/topics",
+                                  "source": "01-ros2/01-topics.md", "module": "ros2", "score": 0.33}
+
+
+def test_the_chat_shows_the_closest_sections(monkeypatch, capsys):
+    program = StubProgram(lambda q: pointing_refusal(q))
+    feed(monkeypatch, "What colour is the Quillon robot?")
+    assert ask.chat(program, args()) == 0
+    out = capsys.readouterr().out
+    assert "Closest sections:" in out and "/docs/ros2/topics" in out
 
 
 @pytest.mark.parametrize("correct, expected_exit", [(len(ask.VALIDATION), 0), (len(ask.VALIDATION) // 2, 5)])

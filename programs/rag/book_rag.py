@@ -36,6 +36,7 @@ from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_con
 from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.gate_decision import GateDecision
 from programs.rag.hyde import HyDE
+from programs.rag.nearest_sections import nearest_sections
 from programs.rag.query_expansion import QuestionParts, interleave
 from programs.rag.refusal_prediction import refusal_prediction
 from programs.rag.response import ResponseMode
@@ -156,10 +157,11 @@ class BookRAG(AskAPI, dspy.Module):
         started = time.perf_counter()
         query, passages = self.gate_evidence(question, history, top_k=top_k, module=module)
         retrieved = time.perf_counter()
-        answerable, probability, _ = self.gate(query, passages)
+        answerable, probability, features = self.gate(query, passages)
         gate = {"probability": round(probability, 4), "threshold": self.gate.threshold, "answerable": answerable,
-                "calibrated": self.gate.calibrated}
-        return GateDecision(query, passages, answerable, probability, gate, (retrieved - started) * 1000, retrieved)
+                "off_topic_below": self.gate.off_topic_below, "calibrated": self.gate.calibrated}
+        return GateDecision(query, passages, answerable, probability, self.gate.about_the_book(probability, features),
+                            gate, (retrieved - started) * 1000, retrieved)
 
     def checked(self, question: str, history, decision: GateDecision, written) -> dspy.Prediction:
         """The written answer (`write_answer`) if it passes the answer checks, else the refusal they give."""
@@ -176,8 +178,12 @@ class BookRAG(AskAPI, dspy.Module):
                                query=decision.query, gate=decision.gate, **timing)
 
     def refused(self, decision: GateDecision, reason: RefusalReason, timing: dict | None = None) -> dspy.Prediction:
+        """The refusal; of a question about the book (the gate's, or the LM's or a check's after the gate let it
+        through), with its nearest sections: where the reader would look next."""
         timing = timing or {"retrieval_time_ms": decision.retrieval_time_ms}
-        return refusal_prediction(REFUSAL_MESSAGE, reason, decision.query, decision.passages, decision.gate, timing)
+        nearest = nearest_sections(decision.passages) if decision.about_the_book else []
+        return refusal_prediction(REFUSAL_MESSAGE, reason, decision.query, decision.passages, decision.gate, timing,
+                                  nearest)
 
     def write_answer(self, question: str, query: str, passages: list[Passage], history=()):
         """(answer, valid citations, answerable verdict, mode): the LM's ChainOfThought, or the extractive mode.

@@ -34,6 +34,19 @@ class Citation:
     score: float
 
 
+@dataclass(frozen=True)
+class Section:
+    """A section a refusal points to (`Response.nearest`): the closest the book comes to the question, where a reader
+    would look next. No citation: nothing in it answers the question."""
+
+    title: str
+    heading: str
+    url: str
+    source: str
+    module: str
+    score: float
+
+
 @dataclass
 class Response:
     answer: str
@@ -50,6 +63,7 @@ class Response:
     standalone_query: str | None = None  # the rewritten query, for follow-ups
     gate: dict = field(default_factory=dict)  # probability, threshold, decision
     passages: list[dict] = field(default_factory=list)  # what was retrieved (ids, scores), for --verbose
+    nearest: list[Section] = field(default_factory=list)  # a refused question about the book: its closest sections
 
     @classmethod
     def from_prediction(cls, pred, query: str, *, history=(), started: float) -> Response:
@@ -72,6 +86,7 @@ class Response:
             passages=[{"n": n, "chunk_id": p.id, "score": p.score, "dense_score": p.dense_score,
                        "sparse_score": p.sparse_score, "source": p.source, "heading": shown_title(p.heading)}
                       for n, p in enumerate(pred.passages, start=1)],
+            nearest=[Section(**_place(p)) for p in pred.get("nearest", [])],
         )
 
     def to_dict(self) -> dict:
@@ -79,11 +94,13 @@ class Response:
 
 
 def _citations(pred) -> list[Citation]:
-    return [
-        Citation(title=shown_title(p.title), heading=shown_title(p.heading), url=p.url, source=p.source,
-                 module=p.module, chunk_id=p.id, score=round(p.dense_score if p.dense_score is not None else p.score, 4))
-        for p in (pred.passages[n - 1] for n in pred.citations)
-    ]
+    return [Citation(**_place(p), chunk_id=p.id) for p in (pred.passages[n - 1] for n in pred.citations)]
+
+
+def _place(p) -> dict:
+    """Where a passage sits in the book, as a citation or a nearest section shows it; its score is the cosine."""
+    return {"title": shown_title(p.title), "heading": shown_title(p.heading), "url": p.url, "source": p.source,
+            "module": p.module, "score": round(p.dense_score if p.dense_score is not None else p.score, 4)}
 
 
 def shown_title(text: str) -> str:

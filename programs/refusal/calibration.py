@@ -2,21 +2,28 @@
 
 `choose_gate` fits a single cosine cut and the multi-feature logistic gate on train and keeps, of those two and the
 shipped default calibration, the one that refuses the most must-refuse dev questions while falsely refusing at most
-`MAX_FALSE_REFUSAL` of the answerable ones (a richer model only if it measurably beats a simpler one).
+`MAX_FALSE_REFUSAL` of the answerable ones (a richer model only if it measurably beats a simpler one). Then
+`off_topic_cut` fits, on dev too, the probability below which a question is off the book's topic: a refusal above it
+names the closest sections.
 """
 
 from __future__ import annotations
+
+import copy
 
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.refusal.refusal_gate import MAX_FALSE_REFUSAL, RefusalGate, gate_features, refusal_rates
 
 SIMPLEST_FIRST = ("cosine-cut", "default", "logistic")
+# Must-refuse categories that are not about the book; a near-miss question is about it, and asks what it lacks.
+OFF_TOPIC = ("out-of-scope", "injection")
+MAX_OFF_TOPIC_POINTED = 0.05  # share of off-topic dev questions whose refusal may name sections
 
 
 def gate_examples(program, questions: list[Question], progress: bool | None = None):
-    """(features, answerable) for every question that goes through retrieval."""
-    rows = [q for q in questions if not q.selected_text]
+    """(features, answerable) for every question that goes through retrieval (`searched`)."""
+    rows = searched(questions)
     features, labels = [], []
     with progress_bar("Gate features", len(rows), progress) as bar:
         for q in rows:
@@ -24,6 +31,11 @@ def gate_examples(program, questions: list[Question], progress: bool | None = No
             labels.append(q.answerable)
             bar.advance()
     return features, labels
+
+
+def searched(questions: list[Question]) -> list[Question]:
+    """The questions that go through retrieval and the gate: a selected-text question reads only its selection."""
+    return [q for q in questions if not q.selected_text]
 
 
 def calibrate_gate(program, questions: list[Question], progress: bool | None = None) -> None:
@@ -37,7 +49,8 @@ def choose_gate(program, train: list[Question], dev: list[Question], progress: b
                 max_false_refusal: float = MAX_FALSE_REFUSAL, default: RefusalGate | None = None) -> dict:
     """Fit the cosine cut and the logistic gate on train; keep the candidate (those two and `default`, the shipped
     default calibration unless given) with the best dev refusal recall among those within `max_false_refusal` on
-    dev, else the fewest false refusals; ties: the simpler. Sets `program.gate`; returns every candidate's dev
+    dev, else the fewest false refusals; ties: the simpler. Then the chosen gate's `off_topic_below` is fitted on dev
+    (`off_topic_cut`), where dev has off-topic questions. Sets `program.gate`; returns every candidate's dev
     figures."""
     train_features, train_labels = gate_examples(program, train, progress)
     dev_features, dev_labels = gate_examples(program, dev, progress)
@@ -58,8 +71,29 @@ def choose_gate(program, train: list[Question], dev: list[Question], progress: b
     chosen = max(candidates, key=rank)
     # Chosen on this book's labels, so calibrated for it, the default calibration included.
     program.gate.load_state({**candidates[chosen].dump_state(), "calibrated": True})
+    if (cut := off_topic_cut(program.gate, dev_features, searched(dev))) is not None:
+        program.gate.off_topic_below = cut
     return {"chosen": chosen, "threshold": program.gate.threshold, "max_false_refusal": max_false_refusal,
-            "candidates": figures, "state": program.gate.dump_state()}
+            "off_topic_below": program.gate.off_topic_below, "candidates": figures, "state": program.gate.dump_state()}
+
+
+def off_topic_cut(gate: RefusalGate, features: list[dict], questions: list[Question],
+                  max_pointed: float = MAX_OFF_TOPIC_POINTED) -> float | None:
+    """The lowest probability cut at which `gate.about_the_book` holds for at most `max_pointed` of the off-topic
+    questions (categories `OFF_TOPIC`): the gate's `off_topic_below`. The lowest such cut names the closest sections
+    for the most near-miss questions. None when no question is off-topic: nothing to fit on. `features`: the
+    questions' gate features, in their order."""
+    off_topic = [f for f, q in zip(features, questions, strict=True) if not q.answerable and q.category in OFF_TOPIC]
+    if not off_topic:
+        return None
+    trial = copy.copy(gate)
+
+    def pointed(cut: float) -> float:
+        trial.off_topic_below = cut
+        return sum(trial.about_the_book(gate.probability(f), f) for f in off_topic) / len(off_topic)
+
+    cuts = sorted({0.0, 1.0, *(gate.probability(f) for f in features)})
+    return next((cut for cut in cuts if pointed(cut) <= max_pointed), 1.0)
 
 
 def refusal_figures(gate: RefusalGate, features: list[dict], answerable: list[bool]) -> dict:

@@ -121,7 +121,8 @@ class RefusalGate(Parameter):
 
     def reset(self) -> None:
         """Back to the default calibration: weights, standardization, `threshold` (refuse below this probability),
-        `high_confidence` ("high" at or above it). `calibrated` stays False: nothing was fitted on this book."""
+        `high_confidence` ("high" at or above it), `off_topic_below` (`about_the_book`). `calibrated` stays False:
+        nothing was fitted on this book."""
         self.load_state(default_state())
 
     @classmethod
@@ -132,6 +133,7 @@ class RefusalGate(Parameter):
         gate.weights, gate.bias = {"top_dense": 1e6}, 0.0
         gate.mean["top_dense"], gate.scale["top_dense"] = float(threshold), 1.0
         gate.threshold = gate.high_confidence = 0.5
+        gate.off_topic_below = 0.0  # a band fitted on other probabilities means nothing for these
         gate.calibrated = True
         return gate
 
@@ -156,6 +158,12 @@ class RefusalGate(Parameter):
         p = self.probability(features)
         return p >= self.threshold and features["top_dense"] >= MIN_TOP_COSINE, p, features
 
+    def about_the_book(self, probability: float, features: dict[str, float]) -> bool:
+        """Whether the question is about the book, answerable or not: its probability at or above `off_topic_below`
+        (fitted on dev by `calibration.off_topic_cut`; 0 where none was) and a passage near it (`MIN_TOP_COSINE`).
+        A refusal of such a question names the closest sections; an off-topic one gets the bare line."""
+        return probability >= self.off_topic_below and features["top_dense"] >= MIN_TOP_COSINE
+
     def fit(self, features: list[dict[str, float]], answerable: list[bool], l2: float = 1.0,
             max_false_refusal: float = MAX_FALSE_REFUSAL, folds: int = 5) -> RefusalGate:
         """Logistic regression on `CALIBRATED_FEATURES` and, when the examples were reranked, `RERANK_FEATURES`
@@ -175,6 +183,7 @@ class RefusalGate(Parameter):
         held_out = _out_of_fold(Z, y, l2, folds) if len(y) >= 2 * folds else 1.0 / (1.0 + np.exp(-(Z @ w + b)))
         self.threshold = self._best_threshold([float(p) for p in held_out], answerable, max_false_refusal)
         self.high_confidence = max(self.threshold, 0.8)
+        self.off_topic_below = 0.0  # a band fitted on other probabilities means nothing for these
         self.calibrated = True
         return self
 
@@ -201,6 +210,7 @@ class RefusalGate(Parameter):
         return {
             "weights": self.weights, "mean": self.mean, "scale": self.scale, "bias": self.bias,
             "threshold": self.threshold, "high_confidence": self.high_confidence, "calibrated": self.calibrated,
+            "off_topic_below": self.off_topic_below,
         }
 
     def load_state(self, state: dict) -> RefusalGate:
@@ -217,6 +227,7 @@ class RefusalGate(Parameter):
             self.scale = {k: float(state["scale"].get(k, 1.0)) for k in FEATURES}
             self.bias, self.threshold = float(state["bias"]), float(state["threshold"])
             self.high_confidence = float(state["high_confidence"])
+            self.off_topic_below = float(state.get("off_topic_below", 0.0))  # a state saved before the band had none
             self.calibrated = bool(state["calibrated"])
             # A hand-edited state could refuse nothing (threshold -1) or everything: check what load can't parse.
             numbers = {"bias": self.bias, **{f"weights.{k}": v for k, v in weights.items()},
@@ -225,7 +236,7 @@ class RefusalGate(Parameter):
                 raise ValueError(f"{', '.join(bad)} must be finite numbers")
             if bad := [name for name, value in self.scale.items() if value <= 0]:
                 raise ValueError(f"scale.{', scale.'.join(bad)} must be more than 0")
-            for name in ("threshold", "high_confidence"):
+            for name in ("threshold", "high_confidence", "off_topic_below"):
                 if not 0.0 <= getattr(self, name) <= 1.0:
                     raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)}")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
