@@ -299,7 +299,7 @@ class Settings:
     chunk_overlap: int = 40
     embedder: str = "auto"  # auto | local | cohere
     # numpy (BLAS) threads for the local embedding model. 1: on a busy 2-core machine 2 spinning threads made
-    # embedding 3-7x slower; 2 may pay for ingest on an idle machine, not measured (README, "Speed").
+    # embedding 3-7x slower; 2 may pay for ingest on an idle machine, not measured (docs/decisions.md, 2026-11-25).
     embed_threads: int = 1
     cohere_api_key: Secret | None = field(default=None, repr=False)
     cohere_model: str = "embed-english-v3.0"

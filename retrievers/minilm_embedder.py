@@ -54,7 +54,7 @@ class MiniLMEmbedder:
         ids = [e.ids for e in model.tokenizer.encode_batch(texts)]
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         # numpy's BLAS would use every core, and its threads spin while they wait: next to another busy process
-        # on 2 cores, 2 threads made a batch 3-7x slower than 1 (README, "Speed").
+        # on 2 cores, 2 threads made a batch 3-7x slower than 1 (docs/decisions.md, 2026-11-25).
         with model.blas.limit(limits=self.threads, user_api="blas"):
             # The encoder packs a batch's texts without padding, so texts of any lengths can share a batch.
             for start in range(0, len(ids), self.batch_size):

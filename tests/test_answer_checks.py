@@ -151,7 +151,7 @@ def test_a_quoted_answer_is_only_checked_for_citations():
 
 # -- follow-ups: the subject is in the conversation -------------------------------------------------------------
 
-# The bundled book's QoS section, as retrieved for the README's follow-up (datasets/humanoid-primer, ROS 2 chapter)
+# The bundled book's QoS section, as retrieved for the follow-up below (datasets/humanoid-primer, ROS 2 chapter)
 QOS = [
     passage("Not every stream deserves the same treatment. ROS 2 expresses these needs with **QoS policies**, "
             "attached to every publisher and subscriber.\n\n| Policy | Options | What it controls |\n|---|---|---|\n"
@@ -165,7 +165,7 @@ QOS = [
             "cycles at the 500 Hz publishing rate. When the deadline is missed, the controller receives a "
             "\"requested deadline missed\" event and commands the joints into a damped safe-stop.", 3),
 ]
-# The README's chat: the local model's first answer, then its draft for the follow-up, which restates the depth
+# A chat on the bundled book: the local model's first answer, then its draft for the follow-up, which restates the depth
 DEPTH_TURN = {"question": "What QoS depth does the IMU topic use?", "answer": "The QoS depth for the IMU topic is 5."}
 RELIABILITY = "And what reliability does it use?"
 RELIABILITY_ANSWER = "The sensor-data QoS preset uses a depth of 5 and BEST_EFFORT reliability."

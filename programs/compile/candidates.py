@@ -1,4 +1,4 @@
-"""The programs `compile_program` chooses among, simplest first (README: "Which program is kept").
+"""The programs `compile_program` chooses among, simplest first (docs/how-it-works.md, "Compiling").
 
 1. `zero-shot`: the program with no demos and this book's calibrated refusal gate; the fallback, kept unless a
    compiled candidate beats it outside noise.

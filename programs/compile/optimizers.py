@@ -21,7 +21,7 @@ from programs.rag.book_rag import format_history
 from programs.rag.context import format_context
 
 OPTIMIZERS = ("bootstrap", "labeled", "random-search", "mipro", "gepa", "finetune")
-# Measured on the dev splits with the local model (README: "Choosing an optimizer").
+# Why bootstrap, and why the search optimizers were not run locally: docs/decisions.md (2026-11-23).
 DEFAULT_OPTIMIZER = "bootstrap"
 
 

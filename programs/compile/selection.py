@@ -17,7 +17,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class SelectionRule:
-    """The parameters of choosing a program, in one place (README: "Which program is kept")."""
+    """The parameters of choosing a program, in one place (docs/how-it-works.md, "Compiling")."""
 
     resamples: int = 2000
     # One-sided: a gain counts when its resampled means' (1 - confidence) quantile, the 5th percentile, is above 0.

@@ -112,7 +112,7 @@ class BookRAG(AskAPI, dspy.Module):
 
     def set_expansion(self, expand: str) -> None:
         """Query expansion: `none`, `parts` (search for each part of a multi-part question too) or `hyde` (search
-        with an LM-written hypothetical answer passage too). Measured before made default: see README."""
+        with an LM-written hypothetical answer passage too). Why neither is the default: docs/decisions.md."""
         self.expand = ExpandMode(expand)
         # Only an expansion in use is a submodule: the saved state of `none` programs stays as it was.
         expander = {ExpandMode.NONE: None, ExpandMode.PARTS: QuestionParts, ExpandMode.HYDE: HyDE}[self.expand]
