@@ -294,7 +294,9 @@ class Settings:
     data_dir: Path = PROJECT_ROOT / "data"
     book_dir: Path = BUNDLED_BOOK
     base_url: str = "/docs"
-    # Chunking: 250-word chunks with 40 words of overlap measured best on book A (README).
+    # Chunking, in tokens: words and punctuation marks (retrievers/chunking.py's count_tokens), not the LM's tokens.
+    # A chunk holds at most 250, of which up to 40 repeat the chunk before; 250 against 150 on book A:
+    # docs/results.md (2026-11-22, "Chunk size").
     chunk_tokens: int = 250
     chunk_overlap: int = 40
     embedder: str = "auto"  # auto | local | cohere
