@@ -12,8 +12,8 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from bookrag.atomic_file import atomic_write
 from programs.evaluate.figures import HEADLINE
-from programs.evaluate.report_files import atomic_write
 
 COLORS = {"answerable": "tab:blue", "must refuse": "tab:red"}
 

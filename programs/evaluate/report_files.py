@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 
+from bookrag.atomic_file import atomic_write
 from bookrag.output_folder import OutputKind
 from programs.evaluate.figures import QUESTION_FIGURES
 
@@ -22,19 +20,6 @@ PREDICTION_COLUMNS = ("program", "id", "category", "style", "question", "answera
 # A cell a spreadsheet reads as a formula (`=HYPERLINK(...)` in a question runs when the file is opened): OWASP's
 # "CSV injection" list of first characters. Such a cell gets a leading `'`, which spreadsheets read as "text".
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
-    """`write(temp_path)`, then move the finished file over `path`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        write(temp)
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
-    return path
 
 
 def write_report_json(path: Path, settings: dict, reports: dict[str, dict], partial: dict | None = None) -> Path:
