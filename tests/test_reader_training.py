@@ -120,7 +120,7 @@ def test_the_adapter_file_is_a_gguf_lora_adapter_that_reads_back(tmp_path):
         # float16 in the file; llama.cpp checks lora_a is rank x in and lora_b out x rank (GGUF order reversed)
         assert torch.allclose(matrices[name][0], a.detach(), atol=1e-3)
         assert torch.allclose(matrices[name][1], b.detach(), atol=1e-3)
-    assert not list(tmp_path.glob(".*partial"))
+    assert not list(tmp_path.glob(".*tmp"))
 
 
 def test_training_on_top_of_an_adapter_starts_from_its_weights(tmp_path):

@@ -4,13 +4,12 @@ projection, in float16. llama.cpp scales each update by alpha / rank, as trainin
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from bookrag.atomic_file import atomic_write
 from programs.train.gguf_weights import ARCHITECTURE
 from programs.train.lora import LoraWeights
 
@@ -20,11 +19,8 @@ _A, _B = ".lora_a", ".lora_b"
 def write_adapter(lora: LoraWeights, path: str | Path) -> Path:
     import gguf
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")
-    try:
-        writer = gguf.GGUFWriter(str(partial), ARCHITECTURE)
+    def write(temp: Path) -> None:
+        writer = gguf.GGUFWriter(str(temp), ARCHITECTURE)
         writer.add_type(gguf.GGUFType.ADAPTER)
         writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
         writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(lora.config.alpha))
@@ -35,10 +31,8 @@ def write_adapter(lora: LoraWeights, path: str | Path) -> Path:
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-    return path
+
+    return atomic_write(Path(path), write)
 
 
 def read_adapter(path: str | Path) -> tuple[float, dict[str, tuple[torch.Tensor, torch.Tensor]]]:

@@ -8,12 +8,11 @@ per example; float32 for one whose values would overflow it) and on disk under t
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 
 import torch
 
+from bookrag.atomic_file import atomic_write
 from programs.train.examples import TrainingExample
 from programs.train.qwen2 import Qwen2Decoder
 
@@ -45,14 +44,7 @@ class FrozenStart:
             hidden = self.decoder.embed(torch.tensor([example.tokens], dtype=torch.long))
             hidden, _ = self.decoder.run(hidden, self.frozen, self.prefix_length, self._prefix_kv)
         stored = hidden[0].half() if hidden.abs().max() < _HALF_MAX else hidden[0]
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / f"{example.digest}.pt"
-        partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")
-        try:
-            torch.save(stored, partial)
-            os.replace(partial, path)
-        finally:
-            partial.unlink(missing_ok=True)
+        atomic_write(self.folder / f"{example.digest}.pt", lambda temp: torch.save(stored, temp))
         return stored
 
     def _load(self, key: str) -> torch.Tensor:

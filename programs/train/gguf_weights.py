@@ -38,18 +38,7 @@ def read_gguf(path: str | Path, progress=None) -> tuple[ModelShape, dict[str, to
     import gguf
 
     reader = gguf.GGUFReader(str(path))
-    architecture = _field(reader, "general.architecture")
-    if architecture != ARCHITECTURE:
-        raise UnsupportedModel(f"{path} is a {architecture!r} model: the reader is trained on qwen2 GGUFs only "
-                               "(the packaged Qwen2.5-Coder is one)")
-    shape = ModelShape(
-        layers=int(_field(reader, "qwen2.block_count")), hidden=int(_field(reader, "qwen2.embedding_length")),
-        ffn=int(_field(reader, "qwen2.feed_forward_length")), heads=int(_field(reader, "qwen2.attention.head_count")),
-        kv_heads=int(_field(reader, "qwen2.attention.head_count_kv")),
-        rope_base=float(_field(reader, "qwen2.rope.freq_base")),
-        norm_eps=float(_field(reader, "qwen2.attention.layer_norm_rms_epsilon")),
-        vocab=int(next(t for t in reader.tensors if t.name == "token_embd.weight").shape[1]),
-    )
+    shape = _shape(reader, path)
     tensors = {}
     for done, tensor in enumerate(reader.tensors, start=1):
         values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
@@ -58,6 +47,28 @@ def read_gguf(path: str | Path, progress=None) -> tuple[ModelShape, dict[str, to
             progress(done, len(reader.tensors))
     tensors.setdefault("output.weight", tensors["token_embd.weight"])  # tied embeddings
     return shape, tensors
+
+
+def model_shape(path: str | Path) -> ModelShape:
+    """The shape of a qwen2 GGUF, from its metadata alone (no tensor is read)."""
+    import gguf
+
+    return _shape(gguf.GGUFReader(str(path)), path)
+
+
+def _shape(reader, path) -> ModelShape:
+    architecture = _field(reader, "general.architecture")
+    if architecture != ARCHITECTURE:
+        raise UnsupportedModel(f"{path} is a {architecture!r} model: the reader is trained on qwen2 GGUFs only "
+                               "(the packaged Qwen2.5-Coder is one)")
+    return ModelShape(
+        layers=int(_field(reader, "qwen2.block_count")), hidden=int(_field(reader, "qwen2.embedding_length")),
+        ffn=int(_field(reader, "qwen2.feed_forward_length")), heads=int(_field(reader, "qwen2.attention.head_count")),
+        kv_heads=int(_field(reader, "qwen2.attention.head_count_kv")),
+        rope_base=float(_field(reader, "qwen2.rope.freq_base")),
+        norm_eps=float(_field(reader, "qwen2.attention.layer_norm_rms_epsilon")),
+        vocab=int(next(t for t in reader.tensors if t.name == "token_embd.weight").shape[1]),
+    )
 
 
 def _field(reader, key: str):

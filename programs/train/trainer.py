@@ -11,16 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import random
 import time
-import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from bookrag.atomic_file import atomic_write
 from bookrag.progress import progress_bar
 from programs.train.examples import TrainingExample
 from programs.train.frozen_start import FrozenStart
@@ -172,13 +171,7 @@ class LoraTrainer:
         state = {"fingerprint": fingerprint, "lora": self.lora.state_dict(), "optimizer": optimizer.state_dict(),
                  "schedule": schedule.state_dict(), "record": asdict(record), "best": best,
                  "rng": torch.get_rng_state()}
-        path = self.folder / CHECKPOINT
-        partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")
-        try:
-            torch.save(state, partial)
-            os.replace(partial, path)
-        finally:
-            partial.unlink(missing_ok=True)
+        atomic_write(self.folder / CHECKPOINT, lambda temp: torch.save(state, temp))
 
     def _resume(self, fingerprint: str, optimizer, schedule):
         path = self.folder / CHECKPOINT
