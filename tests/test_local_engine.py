@@ -225,3 +225,41 @@ def test_a_streamed_reply_is_the_whole_reply_in_pieces_with_its_usage(local_lm):
     assert len(pieces) > 1 and "".join(pieces) == whole.message.parts[0].text
     assert events[-1].usage.output_tokens == whole.usage.output_tokens
     assert events[-1].usage.input_tokens == whole.usage.input_tokens
+
+
+@pytest.mark.slow
+@needs_llama
+def test_the_local_model_stops_at_chatadapters_end_marker(local_lm, monkeypatch):
+    """Nothing after `[[ ## completed` is read, so the model is not left to write it (or anything after it)."""
+    monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
+    [text] = local_lm(messages=[{"role": "user", "content": "Copy this text exactly, nothing else:\n"
+                                 "[[ ## answer ## ]]\nYes\n\n[[ ## completed ## ]]\nAnd then this line."}],
+                      max_tokens=40)
+    assert "Yes" in text and "completed" not in text and "then this line" not in text
+
+
+@pytest.mark.slow
+@needs_llama
+def test_a_trained_adapter_file_is_applied_by_llama_cpp(local_lm, tmp_path):
+    """An adapter written by programs/train for the packaged model's shape loads and changes what the model computes."""
+    import numpy as np
+
+    from programs.train.adapter_file import write_adapter
+    from programs.train.gguf_weights import model_shape
+    from programs.train.lora import LoraConfig, LoraWeights
+
+    path = local_lm.engine.model_path()
+    lora = LoraWeights(LoraConfig(rank=4, alpha=8.0, top_layers=1), model_shape(path))
+    for b in lora.b.values():
+        b.data.normal_(0, 0.05)
+    adapter = write_adapter(lora, tmp_path / "adapter.gguf")
+    adapted = make_lm(Settings(lm="local", lm_max_tokens=16, local_adapter=adapter))
+    assert adapted.engine.identity != local_lm.engine.identity
+    tokens = local_lm.engine._load().llama.tokenize(b"The capital of France is", add_bos=False)
+    scores = []
+    for llama in (local_lm.engine._load().llama, adapted.engine._load().llama):
+        llama.reset()
+        llama.eval(tokens)
+        scores.append(np.array(llama.scores[len(tokens) - 1]))
+    adapted.engine.close()
+    assert np.abs(scores[0] - scores[1]).max() > 0.1

@@ -80,7 +80,7 @@ def test_an_example_is_the_chat_the_program_sends_ending_with_the_reply(make):  
     assert messages[:-1] == sent and messages[-1]["role"] == "assistant"
     reply = messages[-1]["content"]
     assert reply.index("[[ ## reasoning ## ]]") < reply.index("[[ ## answer ## ]]") < reply.index("[[ ## answerable")
-    assert "Quillon is 1.4 m tall." in reply
+    assert "Quillon is 1.4 m tall." in reply and reply.endswith("[[ ## answerable ## ]]\nTrue")
 
 
 def test_a_tenth_of_the_examples_is_held_out_by_seed():

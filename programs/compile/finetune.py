@@ -21,7 +21,7 @@ from pathlib import Path
 from bookrag.questions import Question
 from programs.compile.artifact import ADAPTER_FILE
 from programs.compile.reader_targets import ReaderTarget, reader_targets
-from programs.lm.chat_adapter import BookChatAdapter
+from programs.lm.chat_adapter import REPLY_END, BookChatAdapter
 from programs.lm.language_model import with_adapter
 from programs.lm.llama_cpp_engine import LlamaCppEngine
 from programs.train.lora import LoraConfig
@@ -103,10 +103,12 @@ class ReaderFinetune:
 
 
 def finetune_messages(program, target: ReaderTarget) -> list[dict[str, str]]:
-    """The chat the program sends for `target`'s inputs, ending with `target`'s reply (DSPy's finetune format)."""
+    """The chat the program sends for `target`'s inputs, ending with `target`'s reply (DSPy's finetune format); the
+    reply stops after its last field, without ChatAdapter's end marker, which nobody reads (the end of turn follows)."""
     predict = program.generate.predict
     data = BookChatAdapter().format_finetune_data(predict.signature, predict.demos, target.inputs, target.outputs)
-    return data["messages"]
+    *chat, reply = data["messages"]
+    return [*chat, {**reply, "content": reply["content"].split(REPLY_END)[0].rstrip()}]
 
 
 def held_out_split(examples: list, seed: int) -> tuple[list, list]:

@@ -16,6 +16,8 @@ from dspy.adapters.chat_adapter import ChatAdapter
 from dspy.utils.exceptions import AdapterParseError
 
 _HEADER = re.compile(r"\[\[ ## (\w+) ## \]\]")
+# ChatAdapter's replies end with `[[ ## completed ## ]]`; nothing from it on is read, so the local model stops there.
+REPLY_END = "[[ ## completed"
 _NUMBER = re.compile(r"\d+")
 _TRUE = {"true", "yes", "y", "1", "answerable"}
 _FALSE = {"false", "no", "n", "0", "unanswerable", "not answerable", "none"}

@@ -37,6 +37,7 @@ from dspy.lm15 import (
     Usage,
 )
 
+from programs.lm.chat_adapter import REPLY_END
 from programs.lm.packaged_model import QWEN_CODER_1_5B, PackagedModel
 from programs.lm.prompt_prefix_store import MIN_TOKENS, PromptPrefixStore
 
@@ -180,7 +181,7 @@ class LlamaCppEngine:
                     max_tokens=config.max_tokens or self.max_tokens,
                     temperature=0.0 if config.temperature is None else config.temperature,
                     top_p=1.0 if config.top_p is None else config.top_p,
-                    stop=[*stop, *config.stop],
+                    stop=[*stop, *config.stop, REPLY_END],
                     seed=config.seed,
                     stream=stream,
                 ), lambda written: Usage(input_tokens=len(tokens), output_tokens=written, cache_read_tokens=reused)
