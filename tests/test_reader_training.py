@@ -199,3 +199,18 @@ def test_examples_that_do_not_share_a_prefix_keep_their_whole_prompt():
     a, b = TrainingExample("a", (1, 2), (3, 4, 5), 2), TrainingExample("b", (1, 9), (6, 7), 1)
     assert shared_prefix([a, a]) == [a, a]
     assert shared_prefix([a, b]) == [TrainingExample("a", (), (1, 2, 3, 4, 5), 4), TrainingExample("b", (), (1, 9, 6, 7), 3)]
+
+
+def test_in_bfloat16_the_decoder_computes_what_it_does_in_float32_and_trains(tmp_path):
+    """The precision training uses where the CPU multiplies bfloat16 natively (programs/train/cpu.py)."""
+    lora = lora_with_updates(LoraConfig(top_layers=2, dropout=0.0))
+    tokens = [3, 7, 1, 9, 12, 5]
+    wide = whole_output(Qwen2Decoder(SHAPE, tiny_weights(), lora), tokens)
+    narrow = whole_output(Qwen2Decoder(SHAPE, tiny_weights(), lora, torch.bfloat16), tokens)
+    assert narrow.dtype == torch.bfloat16
+    assert torch.allclose(narrow.float(), wide, atol=0.1 * wide.abs().max().item())
+    decoder = Qwen2Decoder(SHAPE, tiny_weights(), LoraWeights(LoraConfig(rank=4, top_layers=2), SHAPE), torch.bfloat16)
+    plan = TrainingPlan(epochs=3, batch_size=8, learning_rate=1e-2, evaluations_per_epoch=1, patience=3)
+    record = LoraTrainer(decoder, plan, tmp_path, progress=False, say=lambda *_: None).fit(copy_task(48, seed=1),
+                                                                                           copy_task(8, seed=2))
+    assert record.dev_loss[-1][1] < record.dev_loss[0][1]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 import random
 import time
 from collections import Counter
@@ -24,6 +23,7 @@ from programs.compile.reader_targets import ReaderTarget, reader_targets
 from programs.lm.chat_adapter import REPLY_END, BookChatAdapter
 from programs.lm.language_model import with_adapter
 from programs.lm.llama_cpp_engine import LlamaCppEngine
+from programs.train.cpu import cpu_description, training_dtype
 from programs.train.lora import LoraConfig
 from programs.train.trainer import TrainingPlan
 
@@ -83,7 +83,7 @@ class ReaderFinetune:
             "targets": len(targets), "sources": _counts(t.source for t in targets),
             "styles": _counts(t.style or ("must-refuse" if t.source == "refusal" else "other") for t in targets),
             **record.as_dict(), "minutes": round((time.perf_counter() - started) / 60, 1),
-            "cpu": _cpu(), "precision": "float32",
+            "cpu": cpu_description(), "precision": str(decoder.dtype).removeprefix("torch."),
         }
         return adapter
 
@@ -99,7 +99,7 @@ class ReaderFinetune:
         lora = LoraWeights(self.settings.lora, shape, seed=self.settings.plan.seed)
         if engine.adapter is not None:
             lora.start_from(*read_adapter(engine.adapter))
-        return Qwen2Decoder(shape, tensors, lora)
+        return Qwen2Decoder(shape, tensors, lora, training_dtype())
 
 
 def finetune_messages(program, target: ReaderTarget) -> list[dict[str, str]]:
@@ -140,14 +140,3 @@ def _sources(targets: list[ReaderTarget]) -> str:
 
 def _counts(values) -> dict[str, int]:
     return dict(sorted(Counter(values).items()))
-
-
-def _cpu() -> str:
-    try:
-        names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                 if line.startswith("model name")]
-        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-    isa = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
-    return f"{names[0] if names else platform.machine()}, {len(names)} cores, {isa}"

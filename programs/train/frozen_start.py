@@ -33,11 +33,11 @@ class FrozenStart:
                 self.prefix_hidden, self._prefix_kv = decoder.run(hidden, self.frozen, 0)
 
     def __call__(self, example: TrainingExample) -> torch.Tensor:
-        """(positions, hidden): the example's tokens after the frozen layers, in float32."""
+        """(positions, hidden): the example's tokens after the frozen layers, in the decoder's precision."""
         key = example.digest
         if key not in self._cache:
             self._cache[key] = self._load(key) if (self.folder / f"{key}.pt").is_file() else self._compute(example)
-        return self._cache[key].float()
+        return self._cache[key].to(self.decoder.dtype)
 
     def _compute(self, example: TrainingExample) -> torch.Tensor:
         with torch.no_grad():

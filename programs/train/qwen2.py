@@ -19,8 +19,13 @@ KeyValues = tuple[torch.Tensor, torch.Tensor]  # (batch 1, kv heads, positions, 
 
 
 class Qwen2Decoder:
-    def __init__(self, shape: ModelShape, tensors: dict[str, torch.Tensor], lora: LoraWeights | None = None):
-        self.shape, self.w, self.lora = shape, tensors, lora
+    """`dtype`: the precision the frozen weights and activations are held in (programs/train/cpu.py chooses it); the
+    LoRA weights and their updates stay float32, and so does the loss."""
+
+    def __init__(self, shape: ModelShape, tensors: dict[str, torch.Tensor], lora: LoraWeights | None = None,
+                 dtype: torch.dtype = torch.float32):
+        self.shape, self.lora, self.dtype = shape, lora, dtype
+        self.w = {name: tensor.to(dtype) for name, tensor in tensors.items()}
         inverse = 1.0 / shape.rope_base ** (torch.arange(0, shape.head_dim, 2, dtype=torch.float64) / shape.head_dim)
         self.inverse_frequencies = inverse
 
@@ -42,7 +47,7 @@ class Qwen2Decoder:
         return h, own
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
-        return _rms_norm(h, self.w["output_norm.weight"], self.shape.norm_eps) @ self.w["output.weight"].T
+        return (_rms_norm(h, self.w["output_norm.weight"], self.shape.norm_eps) @ self.w["output.weight"].T).float()
 
     def _layer(self, layer: int, h: torch.Tensor, cos, sin, prefix: KeyValues | None, wanted: torch.Tensor | None):
         s, w = self.shape, self.w
@@ -79,15 +84,15 @@ class Qwen2Decoder:
         bias = self.w.get(f"blk.{layer}.{matrix}.bias")
         if bias is not None:
             y = y + bias
-        if self.lora is not None and (delta := self.lora.delta(layer, matrix, x)) is not None:
-            y = y + delta
+        if self.lora is not None and (delta := self.lora.delta(layer, matrix, x.float())) is not None:
+            y = y + delta.to(y.dtype)
         return y
 
     def _rotary(self, start: int, length: int):
         positions = torch.arange(start, start + length, dtype=torch.float64)
         angles = torch.outer(positions, self.inverse_frequencies)
         angles = torch.cat([angles, angles], dim=-1)
-        return angles.cos().float(), angles.sin().float()
+        return angles.cos().to(self.dtype), angles.sin().to(self.dtype)
 
 
 def _gather(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
@@ -96,7 +101,9 @@ def _gather(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+    """In float32 whatever the precision: a mean of squares in bfloat16 loses the small ones."""
+    wide = x.float()
+    return (wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * weight
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
