@@ -13,12 +13,13 @@ process.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -284,13 +285,15 @@ class LlamaCppEngine:
 
 @contextmanager
 def _quiet_stderr():
-    """Whatever the C library writes to file descriptor 2 meanwhile goes nowhere (Python's own errors still raise)."""
+    """Whatever llama.cpp writes meanwhile goes nowhere: to file descriptor 2 from C, or to sys.stderr through
+    llama-cpp-python's log callback. Python's own errors still raise."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:
         with open(os.devnull, "wb") as devnull:
             os.dup2(devnull.fileno(), 2)
-        yield
+        with redirect_stderr(io.StringIO()):
+            yield
     finally:
         os.dup2(saved, 2)
         os.close(saved)
