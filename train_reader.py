@@ -37,8 +37,8 @@ TRAINING_BOOKS = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    from programs.train.lora import LoraConfig
-    from programs.train.trainer import TrainingPlan
+    from programs.train.lora_config import LoraConfig
+    from programs.train.training_plan import TrainingPlan
 
     lora, plan = LoraConfig(), TrainingPlan()
     parser = ArgumentParser(description="Train the shipped reader (a LoRA adapter) on the labeled books' train splits.")

@@ -85,3 +85,12 @@ def test_importing_these_does_not_load_dspy(module):
     check = f"import {module}, sys; assert 'dspy' not in sys.modules, 'dspy was imported'"
     result = subprocess.run([sys.executable, "-c", check], check=False, cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("module", ["programs", "programs.compile.optimizers", "programs.compile.finetune", "optimize",
+                                    "evaluate", "ask", "train_reader"])
+def test_importing_these_does_not_load_torch(module):
+    """torch (seconds, a GB of memory) is for training the reader only: it is imported when a training starts."""
+    check = f"import {module}, sys; assert 'torch' not in sys.modules, 'torch was imported'"
+    result = subprocess.run([sys.executable, "-c", check], check=False, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

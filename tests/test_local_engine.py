@@ -247,8 +247,9 @@ def test_a_trained_adapter_file_is_applied_by_llama_cpp(local_lm, tmp_path, capf
     import numpy as np
 
     from programs.train.adapter_file import write_adapter
-    from programs.train.gguf_weights import model_shape
-    from programs.train.lora import LoraConfig, LoraWeights
+    from programs.train.lora import LoraWeights
+    from programs.train.lora_config import LoraConfig
+    from programs.train.model_shape import model_shape
 
     path = local_lm.engine.model_path()
     lora = LoraWeights(LoraConfig(rank=4, alpha=8.0, top_layers=1), model_shape(path))

@@ -29,7 +29,7 @@ from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import make_lm, with_adapter
 from programs.rag.book_rag import BookRAG
 from programs.train.adapter_file import write_adapter
-from programs.train.lora import LoraConfig
+from programs.train.lora_config import LoraConfig
 
 TALL = Question("q1", "How tall is Quillon the teaching robot?", True, ("intro.md",), ("1.4 m",),
                 "Quillon is 1.4 m tall.", "factual", style="book-words")

@@ -20,10 +20,12 @@ gguf = pytest.importorskip("gguf")
 from programs.train.adapter_file import read_adapter, write_adapter
 from programs.train.examples import TrainingExample, shared_prefix
 from programs.train.frozen_start import FrozenStart
-from programs.train.gguf_weights import ModelShape
-from programs.train.lora import MATRICES, LoraConfig, LoraWeights, matrix_shape
+from programs.train.lora import LoraWeights
+from programs.train.lora_config import MATRICES, LoraConfig, matrix_shape
+from programs.train.model_shape import ModelShape
 from programs.train.qwen2 import Qwen2Decoder
-from programs.train.trainer import CHECKPOINT, LoraTrainer, TrainingPlan
+from programs.train.trainer import CHECKPOINT, LoraTrainer
+from programs.train.training_plan import TrainingPlan
 
 SHAPE = ModelShape(layers=4, hidden=32, ffn=48, heads=4, kv_heads=2, rope_base=10000.0, norm_eps=1e-6, vocab=40)
 

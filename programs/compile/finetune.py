@@ -23,9 +23,9 @@ from programs.compile.reader_targets import ReaderTarget, reader_targets
 from programs.lm.chat_adapter import REPLY_END, BookChatAdapter
 from programs.lm.language_model import with_adapter
 from programs.lm.llama_cpp_engine import LlamaCppEngine
-from programs.train.cpu import cpu_description, training_dtype
-from programs.train.lora import LoraConfig
-from programs.train.trainer import TrainingPlan
+from programs.train.cpu import cpu_description, training_precision
+from programs.train.lora_config import LoraConfig
+from programs.train.training_plan import TrainingPlan
 
 HELD_OUT_SHARE = 0.1  # of the training examples, held out for early stopping (at least 8)
 
@@ -89,6 +89,8 @@ class ReaderFinetune:
 
     def _decoder(self, engine: LlamaCppEngine):
         """The packaged model in torch, with LoRA weights: the student's adapter's when it has one of this shape."""
+        import torch
+
         from programs.train.adapter_file import read_adapter
         from programs.train.gguf_weights import read_gguf
         from programs.train.lora import LoraWeights
@@ -99,7 +101,7 @@ class ReaderFinetune:
         lora = LoraWeights(self.settings.lora, shape, seed=self.settings.plan.seed)
         if engine.adapter is not None:
             lora.start_from(*read_adapter(engine.adapter))
-        return Qwen2Decoder(shape, tensors, lora, training_dtype())
+        return Qwen2Decoder(shape, tensors, lora, getattr(torch, training_precision()))
 
 
 def finetune_messages(program, target: ReaderTarget) -> list[dict[str, str]]:

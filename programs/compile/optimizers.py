@@ -82,7 +82,7 @@ def finetune(program, settings: OptimizerSettings, train: list[Question]):
     """The program answering through a LoRA adapter trained on `train` (programs/compile/finetune.py); the
     training's record is the compiled program's `training`, for the manifest."""
     from programs.compile.finetune import FinetuneSettings, ReaderFinetune
-    from programs.train.trainer import TrainingPlan
+    from programs.train.training_plan import TrainingPlan
 
     plan = TrainingPlan(epochs=settings.epochs, seed=settings.seed)
     teleprompter = ReaderFinetune(FinetuneSettings(plan=plan), settings.training_dir or "training")

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from bookrag.atomic_file import atomic_write
-from programs.train.gguf_weights import ARCHITECTURE
 from programs.train.lora import LoraWeights
+from programs.train.model_shape import ARCHITECTURE
 
 _A, _B = ".lora_a", ".lora_b"
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
-import torch
-
 _NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
 
 
@@ -24,8 +22,9 @@ def _flags() -> set[str]:
     return set(line.partition(":")[2].split())
 
 
-def training_dtype() -> torch.dtype:
-    return torch.bfloat16 if _flags() & set(_NATIVE_BF16) else torch.float32
+def training_precision() -> str:
+    """The torch dtype's name: `bfloat16` or `float32`."""
+    return "bfloat16" if _flags() & set(_NATIVE_BF16) else "float32"
 
 
 def cpu_description() -> str:

@@ -5,45 +5,11 @@ B: out x rank, B starting at zero so training starts from the base model). Matri
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 
 import torch
 
-from programs.train.gguf_weights import ModelShape
-
-# Every linear projection of a qwen2 layer.
-MATRICES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
-
-
-@dataclass(frozen=True)
-class LoraConfig:
-    rank: int = 16
-    alpha: float = 32.0
-    top_layers: int = 8  # the last N layers are adapted; those below stay as they are (and are run once)
-    matrices: tuple[str, ...] = MATRICES
-    dropout: float = 0.05
-
-    @property
-    def scale(self) -> float:
-        return self.alpha / self.rank
-
-    def layers(self, shape: ModelShape) -> range:
-        return range(shape.layers - min(self.top_layers, shape.layers), shape.layers)
-
-    def as_dict(self) -> dict:
-        return {**asdict(self), "matrices": list(self.matrices)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> LoraConfig:
-        return cls(**{**data, "matrices": tuple(data["matrices"])})
-
-
-def matrix_shape(shape: ModelShape, matrix: str) -> tuple[int, int]:
-    """(out, in) of one projection."""
-    kv = shape.kv_heads * shape.head_dim
-    return {"attn_q": (shape.hidden, shape.hidden), "attn_k": (kv, shape.hidden), "attn_v": (kv, shape.hidden),
-            "attn_output": (shape.hidden, shape.hidden), "ffn_gate": (shape.ffn, shape.hidden),
-            "ffn_up": (shape.ffn, shape.hidden), "ffn_down": (shape.hidden, shape.ffn)}[matrix]
+from programs.train.lora_config import LoraConfig, matrix_shape
+from programs.train.model_shape import ModelShape
 
 
 class LoraWeights(torch.nn.Module):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from programs.train.gguf_weights import ModelShape
 from programs.train.lora import LoraWeights
+from programs.train.model_shape import ModelShape
 
 KeyValues = tuple[torch.Tensor, torch.Tensor]  # (batch 1, kv heads, positions, head dim) each
 

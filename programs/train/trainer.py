@@ -24,23 +24,10 @@ from bookrag.progress import progress_bar
 from programs.train.examples import TrainingExample
 from programs.train.frozen_start import FrozenStart
 from programs.train.qwen2 import Qwen2Decoder
+from programs.train.training_plan import TrainingPlan
 
 CHECKPOINT = "checkpoint.pt"
 SORT_BATCHES = 4  # batches whose examples are sorted by length together (less padding, order still seeded)
-
-
-@dataclass(frozen=True)
-class TrainingPlan:
-    epochs: int = 2
-    batch_size: int = 8
-    learning_rate: float = 2e-4
-    warmup_steps: int = 4
-    evaluations_per_epoch: int = 2  # dev loss this many times an epoch (and at the end)
-    patience: int = 2  # evaluations without a better dev loss before stopping
-    seed: int = 0
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass

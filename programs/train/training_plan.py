@@ -1,0 +1,19 @@
+"""How long and how fast the reader trains: epochs, batch, learning rate, held-out evaluations, patience, seed."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    epochs: int = 2
+    batch_size: int = 8
+    learning_rate: float = 2e-4
+    warmup_steps: int = 4
+    evaluations_per_epoch: int = 2  # dev loss this many times an epoch (and at the end)
+    patience: int = 2  # evaluations without a better dev loss before stopping
+    seed: int = 0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
