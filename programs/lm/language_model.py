@@ -71,10 +71,9 @@ def with_adapter(lm: dspy.LM, adapter: Path | None) -> dspy.LM:
     engine = lm.engine
     if lm_mode(lm) != "local" or not isinstance(engine, LlamaCppEngine):
         raise ConfigError(f"a trained reader runs on the local model, not on {lm.model}: set BOOKRAG_LM=local")
-    if engine.adapter == adapter:
-        return lm
-    return local_lm(LlamaCppEngine(engine.gguf, engine.models_dir, adapter=adapter, max_tokens=engine.max_tokens,
-                                   n_ctx=engine.n_ctx, n_threads=engine.n_threads))
+    adapted = LlamaCppEngine(engine.gguf, engine.models_dir, adapter=adapter, max_tokens=engine.max_tokens,
+                             n_ctx=engine.n_ctx, n_threads=engine.n_threads)
+    return lm if adapted.identity == engine.identity else local_lm(adapted)
 
 
 def lm_mode(lm: dspy.LM) -> Literal["local", "hosted"]:

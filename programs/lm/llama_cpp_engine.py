@@ -16,12 +16,14 @@ import hashlib
 import io
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from dspy.lm15 import (
     ConfigurationError,
@@ -128,9 +130,9 @@ class LlamaCppEngine:
 
     @property
     def _key(self) -> tuple:
-        """What the process-wide model is shared by (the packaged file's path, without assembling it)."""
-        model = str(self.gguf or self.models_dir / QWEN_CODER_1_5B.file_name)
-        return model, str(self.adapter or ""), self.n_ctx, self.n_threads
+        """What the process-wide model is shared by: the weights themselves (a file replaced at the same path, an
+        adapter retrained in place, is another model), the context size and the threads."""
+        return self.identity, self.n_ctx, self.n_threads
 
     def __deepcopy__(self, memo):
         # Optimizers and `Module.load` deep-copy programs; the copies share this engine (and its loaded model).
@@ -228,13 +230,14 @@ class LlamaCppEngine:
         return prefix if tokens[: len(prefix)] == prefix else []
 
     def _load(self) -> LoadedModel:
-        """The model, loaded by the first engine that names the file."""
+        """The model, loaded by the first engine that names the same weights."""
         with _MODELS_LOCK:
-            if self._key not in _MODELS:
+            key = self._loaded_key = self._key
+            if key not in _MODELS:
                 started = time.perf_counter()
-                _MODELS[self._key] = self._open()
+                _MODELS[key] = self._open()
                 self.load_seconds = time.perf_counter() - started
-            return _MODELS[self._key]
+            return _MODELS[key]
 
     def _open(self) -> LoadedModel:
         try:
@@ -254,20 +257,22 @@ class LlamaCppEngine:
         prefixes = PromptPrefixStore(self.models_dir / "prompt-prefixes",
                                      f"{path.name}:{path.stat().st_size}:{self.n_ctx}:{self.identity}")
         adapter = {"lora_path": str(self.adapter)} if self.adapter else {}
-        try:
-            with _quiet_stderr():  # llama.cpp warns per adapted matrix that it cannot use its repacked kernels
+        # Kept off the terminal: llama.cpp warns for every adapted matrix that it cannot use its repacked kernels.
+        with LlamaOutput() as output:
+            try:
                 llama = Llama(str(path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False, **adapter)
-        except ValueError as exc:  # llama.cpp's "Failed to load model from file" / "Failed to ... LoRA adapter ..."
-            if self.adapter:
-                raise ConfigurationError(f"cannot load {path} with the adapter {self.adapter} ({exc}): is the adapter "
-                                         "a LoRA GGUF trained for this model?") from None
-            raise ConfigurationError(f"cannot load {path} with llama.cpp ({exc}): is it a GGUF model?") from None
+            except ValueError as exc:  # "Failed to load model from file", "Failed to ... LoRA adapter ..."
+                why = f"{exc}; llama.cpp: {output.last_line()}"
+                if self.adapter:
+                    raise ConfigurationError(f"cannot load {path} with the adapter {self.adapter} ({why}): is the "
+                                             "adapter a LoRA GGUF trained for this model?") from None
+                raise ConfigurationError(f"cannot load {path} with llama.cpp ({why}): is it a GGUF model?") from None
         return LoadedModel(llama, prefixes)
 
     def close(self) -> None:
         """Free the model's memory; the next call loads it again."""
         with _MODELS_LOCK:
-            loaded = _MODELS.pop(self._key, None)
+            loaded = _MODELS.pop(getattr(self, "_loaded_key", self._key), None)
         if loaded is not None:
             with loaded.lock:
                 loaded.llama.close()
@@ -283,20 +288,28 @@ class LlamaCppEngine:
         return cls(state.get("gguf"), **{k: v for k, v in state.items() if k != "gguf"})
 
 
-@contextmanager
-def _quiet_stderr():
-    """Whatever llama.cpp writes meanwhile goes nowhere: to file descriptor 2 from C, or to sys.stderr through
-    llama-cpp-python's log callback. Python's own errors still raise."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "wb") as devnull:
-            os.dup2(devnull.fileno(), 2)
-        with redirect_stderr(io.StringIO()):
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+class LlamaOutput:
+    """While open, what llama.cpp writes goes to a file instead of the terminal: from C to file descriptor 2, and from
+    Python through llama-cpp-python's log callback to sys.stderr. `last_line()` quotes it for an error message."""
+
+    def __enter__(self) -> Self:
+        sys.stderr.flush()
+        self._sink, self._saved, self._python = tempfile.TemporaryFile(), os.dup(2), io.StringIO()
+        os.dup2(self._sink.fileno(), 2)
+        self._redirect = redirect_stderr(self._python)
+        self._redirect.__enter__()
+        return self
+
+    def last_line(self) -> str:
+        self._sink.seek(0)
+        lines = (self._sink.read().decode("utf-8", "replace") + self._python.getvalue()).strip().splitlines()
+        return lines[-1].strip() if lines else "(nothing)"
+
+    def __exit__(self, *exc) -> None:
+        self._redirect.__exit__(*exc)
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._sink.close()
 
 
 def adapter_checksum(path: Path) -> str:
