@@ -80,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.validate and (args.question or args.chat or args.module or args.book):
         parser.error("--validate checks the bundled book: it takes no question, --chat, --module or --book")
     if args.program is not None:
-        from programs.compile.artifact import restore_previous
+        from bookrag.atomic_file import restore_folder
 
-        restore_previous(args.program)  # an optimize killed between its two renames left the artifact aside
+        restore_folder(args.program)  # an optimize killed between its two renames left the artifact aside
         if not args.program.is_dir():
             parser.error(f"--program {args.program} is not a folder")
     setup_logging(args.verbose)

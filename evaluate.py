@@ -141,12 +141,12 @@ def check_arguments(parser: ArgumentParser, args) -> None:
 
 def check_programs(parser: ArgumentParser, args, specs: list[str]) -> None:
     """Every artifact folder named exists (after repairing a killed optimize's rename); --compare's two differ."""
-    from programs.compile.artifact import restore_previous
+    from bookrag.atomic_file import restore_folder
 
     for spec in specs:
         if spec in (ZERO_SHOT, BASELINE):
             continue
-        restore_previous(Path(spec))  # an optimize killed between its two renames left the artifact aside
+        restore_folder(Path(spec))  # an optimize killed between its two renames left the artifact aside
         if not Path(spec).is_dir():
             parser.error(f"program {spec} is not an artifact folder (nor zero-shot or baseline)")
     if args.compare and args.compare[0] == args.compare[1]:

@@ -6,14 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
 import time
-import uuid
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from bookrag.atomic_file import replace_folder, restore_folder
 from bookrag.config import PROJECT_ROOT, Settings, book_name
 from bookrag.errors import ArtifactError
 from bookrag.output_folder import OutputFolder, OutputKind
@@ -106,35 +105,23 @@ def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
     replaced, the link kept.
     """
     folder = OutputFolder(out_dir, ARTIFACT_OUTPUT)
-    target = folder.target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    restore_previous(target)
+    restore_folder(folder.target)
     folder.check_replaceable()
-    for stale in (*target.parent.glob(f".{target.name}.old-*"), *target.parent.glob(f".{target.name}.writing-*")):
-        shutil.rmtree(stale, ignore_errors=True)
-    staging = target.with_name(f".{target.name}.writing-{uuid.uuid4().hex[:8]}")
-    staging.mkdir()
-    try:
+
+    def fill(staging: Path) -> None:
         program.save(str(staging / PROGRAM_FILE))
         if (manifest.get("reader") or {}).get("adapter") == ADAPTER_FILE:  # the trained reader travels with it
             shutil.copyfile(program.lm.engine.adapter, staging / ADAPTER_FILE)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
-        if target.exists():
-            os.replace(target, old)
-        os.replace(staging, target)
-        shutil.rmtree(old, ignore_errors=True)
-        if old.exists():  # a previous artifact we could not delete is not left hidden without a word
-            log.warning("could not remove the previous artifact, moved aside to %s: remove it yourself", old)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    replace_folder(folder.target, fill)
     return Path(out_dir)
 
 
 def read_manifest(artifact_dir: Path) -> dict:
     artifact_dir = Path(artifact_dir)
     path = artifact_dir / MANIFEST_FILE
-    restore_previous(artifact_dir)
+    restore_folder(artifact_dir)
     if not artifact_dir.is_dir():
         raise ArtifactError(f"no compiled program at {artifact_dir}: run `python optimize.py` or check --program")
     try:
@@ -149,20 +136,6 @@ def read_manifest(artifact_dir: Path) -> dict:
     if missing:
         raise ArtifactError(f"{path} lacks {', '.join(missing)}: it was edited or is from another tool; recompile")
     return manifest
-
-
-def restore_previous(artifact_dir: Path) -> None:
-    """A write killed between its two renames leaves only `.<name>.old-*`: put the previous artifact back.
-
-    The one repair of that state; every reader of an artifact path calls it before looking at the path.
-    """
-    artifact_dir = Path(os.path.realpath(artifact_dir))  # through a link: its folder was moved aside, not the link
-    if artifact_dir.exists():
-        return
-    previous = sorted(artifact_dir.parent.glob(f".{artifact_dir.name}.old-*"), key=lambda p: p.stat().st_mtime)
-    if previous:
-        os.replace(previous[-1], artifact_dir)
-        log.warning("restored %s from an interrupted write", artifact_dir)
 
 
 def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, book_dir: Path | None = None,
@@ -310,7 +283,7 @@ def default_artifact(settings: Settings, book_dir: Path) -> Path | None:
     passed over with a warning, as if none had been compiled; an explicit --program for another book is an error.
     """
     default = settings.artifacts_dir / book_name(book_dir)
-    restore_previous(default)
+    restore_folder(default)
     if not default.exists():
         return None
     if not (default / MANIFEST_FILE).is_file():
