@@ -237,10 +237,17 @@ def run_settings(args, settings, index, programs: dict, threads: int) -> dict:
         "book": str(settings.book_dir), "collection": index.collection, "embedder": index.embedder.model_id,
         "questions": str(args.questions), "split": args.split or "test", "styles": args.style and list(args.style),
         "programs": list(programs),
-        "lm": settings.lm, "expand": query_expansion(programs), "threads": threads,
+        "lm": settings.lm, "readers": {name: _reader(p) for name, p in programs.items()},
+        "expand": query_expansion(programs), "threads": threads,
         "manifests": {name: getattr(p, "manifest", None) for name, p in programs.items()},
         "min_combined": args.min_combined, "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _reader(program) -> str | None:
+    """Which weights answered: a local model's identity (its GGUF and adapter checksums), or the hosted model."""
+    lm = getattr(program, "lm", None)
+    return getattr(lm.engine, "identity", lm.model) if lm is not None else None
 
 
 def below_gate(min_combined: float | None, name: str, report: dict) -> int:

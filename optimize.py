@@ -40,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
     named = "--out" if args.out else "the artifact folder under BOOKRAG_ARTIFACTS_DIR"
     OutputFolder(out, ARTIFACT_OUTPUT, named).claim(settings)  # a folder we may not replace fails now, not after the run
+    if args.optimizer == "finetune":
+        from programs.compile.finetune import check_can_train
+
+        check_can_train(settings)
     manifest = compile_artifact(args, settings, out, say=(lambda *_: None) if args.json else print)
     if args.json:
         print(json.dumps(manifest))

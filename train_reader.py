@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
+import shlex
 import shutil
+import sys
 import time
-import uuid
 from pathlib import Path
 
+from bookrag.atomic_file import replace_folder
 from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging, user_path
 from bookrag.config import BUNDLED_BOOK, PROJECT_ROOT, SHIPPED_ADAPTER
 from bookrag.errors import DatasetError, ExitCode
+from bookrag.output_folder import OutputFolder, OutputKind
 
 SHARED_CORPORA = PROJECT_ROOT.parent / "shared" / "corpora"
 DATASETS = PROJECT_ROOT / "datasets"
@@ -36,7 +38,13 @@ TRAINING_BOOKS = (
 )
 
 
+READER_OUTPUT = OutputKind("trained reader", "manifest.json", ("adapter", "sha256", "training"),
+                           ("adapter.gguf", "manifest.json"))
+ALPHA_PER_RANK = 2.0  # LoRA's alpha, as a multiple of its rank (alpha = 2 x rank: the update scale stays 2)
+
+
 def main(argv: list[str] | None = None) -> int:
+    from programs.compile.finetune import check_can_train
     from programs.train.lora_config import LoraConfig
     from programs.train.training_plan import TrainingPlan
 
@@ -58,15 +66,19 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.epochs, args.top_layers, args.rank) < 1:
         parser.error("--epochs, --top-layers and --rank must be at least 1")
     setup_logging(args.verbose)
-    lora = LoraConfig(rank=args.rank, alpha=2.0 * args.rank, top_layers=args.top_layers)
+    lora = LoraConfig(rank=args.rank, alpha=ALPHA_PER_RANK * args.rank, top_layers=args.top_layers)
     plan = TrainingPlan(epochs=args.epochs, seed=args.seed)
-    manifest = train(lora, plan, args.bootstrap, Path(args.out), say=(lambda *_: None) if args.json else notice)
+    settings = dataclasses.replace(load_settings(lm="local"), local_adapter=None)  # from the model as it is
+    check_can_train(settings)
+    out = OutputFolder(args.out, READER_OUTPUT).claim(settings)  # now, not after hours of training
+    command = shlex.join(["python", "train_reader.py", *(sys.argv[1:] if argv is None else argv)])
+    manifest = train(settings, lora, plan, args.bootstrap, out, command, say=(lambda *_: None) if args.json else notice)
     print(json.dumps(manifest) if args.json else f"Wrote {args.out}/ (adapter.gguf, manifest.json) in "
                                                  f"{manifest['training']['minutes']} min")
     return ExitCode.OK
 
 
-def train(lora, plan, bootstrap: bool, out: Path, say=notice) -> dict:
+def train(settings, lora, plan, bootstrap: bool, out: Path, command: str, say=notice) -> dict:
     """Train on every training book and write the adapter and its manifest to `out`; return the manifest."""
     from programs.compile.artifact import ADAPTER_FILE, file_sha256, project_relative
     from programs.compile.finetune import FinetuneSettings, ReaderFinetune
@@ -74,7 +86,6 @@ def train(lora, plan, bootstrap: bool, out: Path, say=notice) -> dict:
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
-    settings = dataclasses.replace(load_settings(lm="local"), local_adapter=None)  # from the model as it is
     lm = make_lm(settings)
     finetune = ReaderFinetune(FinetuneSettings(lora, plan, bootstrap), settings.data_dir / "training" / "reader", say=say)
     books, records = [], []
@@ -92,7 +103,7 @@ def train(lora, plan, bootstrap: bool, out: Path, say=notice) -> dict:
             index.close()
     manifest = {"adapter": ADAPTER_FILE, "sha256": file_sha256(adapter), "base_model": lm.model,
                 "base_model_identity": lm.engine.identity, "books": records, "training": finetune.record,
-                "command": "python train_reader.py" + ("" if not bootstrap else " --bootstrap"),
+                "command": command,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     write_reader(adapter, manifest, out)
     return manifest
@@ -111,23 +122,15 @@ def training_questions(labeled: Path, extra: Path) -> list:
 
 
 def write_reader(adapter: Path, manifest: dict, out: Path) -> None:
-    """adapter.gguf and manifest.json written to a fresh sibling folder, then swapped in: a killed run leaves the
-    previous adapter and its manifest, which names it by its checksum."""
+    """adapter.gguf and its manifest swapped in together: a killed run leaves the previous pair, whose manifest names
+    its adapter by checksum."""
     from programs.compile.artifact import ADAPTER_FILE
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.with_name(f".{out.name}.writing-{uuid.uuid4().hex[:8]}")
-    old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
-    staging.mkdir()
-    try:
+    def fill(staging: Path) -> None:
         shutil.copyfile(adapter, staging / ADAPTER_FILE)
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-        if out.exists():
-            os.replace(out, old)
-        os.replace(staging, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
+        (staging / READER_OUTPUT.marker).write_text(json.dumps(manifest, indent=1) + "\n")
+
+    replace_folder(OutputFolder(out, READER_OUTPUT).target, fill)
 
 
 if __name__ == "__main__":

@@ -187,8 +187,9 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
 
 
 def bind_reader(program, reader: dict | None, artifact_dir: Path) -> None:
-    """Answer with the artifact's own trained reader when it has one (checked against its checksum); warn when it was
-    compiled with another adapter than the one configured (its gate was fitted to that reader's answers)."""
+    """Answer with the artifact's own trained reader when it has one (checked against its checksum), whatever
+    BOOKRAG_LOCAL_ADAPTER says: the reader is part of the compiled program. Warn when a program without one was
+    compiled with another adapter than the one configured (its candidates were chosen on that reader's answers)."""
     from programs.lm.language_model import with_adapter
 
     reader = reader or {}
@@ -199,9 +200,9 @@ def bind_reader(program, reader: dict | None, artifact_dir: Path) -> None:
             raise ArtifactError(f"{path} is missing or not the adapter this program was trained with (its sha256 "
                                 "differs from the manifest's): recompile with `python optimize.py --optimizer finetune`")
         program.lm = with_adapter(program.lm, path)
-    elif (reader.get("sha256") if reader else None) != (file_sha256(configured) if configured else None):
+    elif reader.get("sha256") != (file_sha256(configured) if configured else None):
         log.warning("%s was compiled with the local reader adapter %s, but %s is configured (BOOKRAG_LOCAL_ADAPTER): "
-                    "its refusal gate was fitted to the other reader's answers; recompile with `python optimize.py`",
+                    "its program was chosen on the other reader's answers; recompile with `python optimize.py`",
                     artifact_dir, reader.get("adapter") or "none", configured or "none")
 
 

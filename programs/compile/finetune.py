@@ -10,6 +10,7 @@ own compile trains on top of it.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import random
 import time
@@ -17,8 +18,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bookrag.disk_space import MB, disk_full_is_an_error, require_free
+from bookrag.errors import ConfigError, DatasetError
+from bookrag.progress import progress_bar
 from bookrag.questions import Question
-from programs.compile.artifact import ADAPTER_FILE
+from programs.compile.artifact import ADAPTER_FILE, project_relative
 from programs.compile.reader_targets import ReaderTarget, reader_targets
 from programs.lm.chat_adapter import REPLY_END, BookChatAdapter
 from programs.lm.language_model import with_adapter
@@ -28,6 +32,8 @@ from programs.train.lora_config import LoraConfig
 from programs.train.training_plan import TrainingPlan
 
 HELD_OUT_SHARE = 0.1  # of the training examples, held out for early stopping (at least 8)
+# Room the training needs: the frozen layers' outputs (1-3 MB an example), two checkpoints, the adapter.
+TRAINING_SPACE = 2_000 * MB
 
 
 @dataclass(frozen=True)
@@ -35,9 +41,6 @@ class FinetuneSettings:
     lora: LoraConfig = field(default_factory=LoraConfig)
     plan: TrainingPlan = field(default_factory=TrainingPlan)
     bootstrap: bool = True  # the program's own right replies as targets where it has them
-
-    def as_dict(self) -> dict:
-        return {"lora": self.lora.as_dict(), "plan": self.plan.as_dict(), "bootstrap": self.bootstrap}
 
 
 class ReaderFinetune:
@@ -61,24 +64,31 @@ class ReaderFinetune:
         started = time.perf_counter()
         engines = {_local_engine(program).identity: _local_engine(program) for program, _ in books}
         if len(engines) != 1:
-            raise ValueError("the books' programs answer through different models or adapters")
+            raise ConfigError("the books' programs answer through different models or adapters: train them with one "
+                              "BOOKRAG_LOCAL_MODEL and BOOKRAG_LOCAL_ADAPTER")
         engine = engines.popitem()[1]
+        require_free(self.folder, TRAINING_SPACE)
         targets, messages = [], {}
-        for program, questions in books:
+        for book, (program, questions) in enumerate(books):
             for target in reader_targets(program, questions, self.settings.bootstrap, self.progress):
                 targets.append(target)
-                messages[target.id] = finetune_messages(program, target)
-        decoder, examples = self._decoder(engine), _examples(engine, messages)
-        train, held_out = held_out_split(examples, self.settings.plan.seed)
+                messages[f"{book}:{target.id}"] = finetune_messages(program, target)
+        train, held_out = held_out_split(_examples(engine, messages), self.settings.plan.seed)
+        if not train:
+            raise DatasetError("no training question gave a reply to learn (answerable ones need key facts and a "
+                               "reference answer, and must-refuse ones are taught the refusal): add questions")
+        decoder = self._decoder(engine)
         self.say(f"Training the reader on {len(train)} examples (held out for early stopping: {len(held_out)}); "
                  f"targets: {_sources(targets)}")
         # The frozen layers' outputs and the checkpoint belong to this base model (and adapter).
         work = self.folder / "training" / hashlib.sha256(engine.identity.encode()).hexdigest()[:12]
-        record = LoraTrainer(decoder, self.settings.plan, work, self.progress, self.say).fit(train, held_out)
-        adapter = write_adapter(decoder.lora, self.folder / ADAPTER_FILE)
+        with disk_full_is_an_error(self.folder):
+            record = LoraTrainer(decoder, self.settings.plan, work, self.progress, self.say).fit(train, held_out)
+            adapter = write_adapter(decoder.lora, self.folder / ADAPTER_FILE)
         self.record = {
-            "base_adapter": str(engine.adapter) if engine.adapter else None,
-            "settings": self.settings.as_dict(),
+            "base_adapter": project_relative(engine.adapter) if engine.adapter else None,
+            "lora": decoder.lora.config.as_dict(), "plan": self.settings.plan.as_dict(),
+            "bootstrap": self.settings.bootstrap,
             "data_sha256": hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest(),
             "targets": len(targets), "sources": _counts(t.source for t in targets),
             "styles": _counts(t.style or ("must-refuse" if t.source == "refusal" else "other") for t in targets),
@@ -88,20 +98,38 @@ class ReaderFinetune:
         return adapter
 
     def _decoder(self, engine: LlamaCppEngine):
-        """The packaged model in torch, with LoRA weights: the student's adapter's when it has one of this shape."""
+        """The packaged model in torch, with LoRA weights: the student's adapter's when it answers with one."""
         import torch
 
-        from programs.train.adapter_file import read_adapter
+        from programs.train.adapter_file import adapter_config, read_adapter
         from programs.train.gguf_weights import read_gguf
         from programs.train.lora import LoraWeights
         from programs.train.qwen2 import Qwen2Decoder
 
-        self.say("Reading the model's weights for training ...")
-        shape, tensors = read_gguf(engine.model_path())
-        lora = LoraWeights(self.settings.lora, shape, seed=self.settings.plan.seed)
+        with progress_bar("Reading the model's weights", 1, self.progress) as bar:
+            shape, tensors = read_gguf(engine.model_path(), progress=lambda done, total: bar.advance(1 / total))
+        config = self.settings.lora
+        if engine.adapter is not None:  # go on from the adapter the program answers with, in its own shape
+            config = adapter_config(engine.adapter, shape, config.dropout)
+        lora = LoraWeights(config, shape, seed=self.settings.plan.seed)
         if engine.adapter is not None:
             lora.start_from(*read_adapter(engine.adapter))
         return Qwen2Decoder(shape, tensors, lora, getattr(torch, training_precision()))
+
+
+def check_can_train(settings) -> None:
+    """Before any work: the local model, a qwen2 one, and the packages training needs (ConfigError, exit 2)."""
+    if settings.lm != "local":
+        raise ConfigError(f"the finetune optimizer trains the local model, not {settings.lm}: set BOOKRAG_LM=local "
+                          "(or --lm local)")
+    missing = [name for name in ("torch", "gguf") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"training the reader needs {' and '.join(missing)}: pip install -e \".[train]\" (after "
+                          "`pip install torch==2.13.0`, the CPU build; `make setup` does both)")
+    if settings.local_model is not None:
+        from programs.train.model_shape import model_shape
+
+        model_shape(settings.local_model)  # a GGUF of another architecture is refused now, not after the targets
 
 
 def finetune_messages(program, target: ReaderTarget) -> list[dict[str, str]]:
@@ -130,8 +158,6 @@ def _examples(engine: LlamaCppEngine, messages: dict[str, list[dict[str, str]]])
 def _local_engine(program) -> LlamaCppEngine:
     engine = getattr(program.lm, "engine", None)
     if not isinstance(engine, LlamaCppEngine):
-        from bookrag.errors import ConfigError
-
         raise ConfigError("the finetune optimizer trains the local model: set BOOKRAG_LM=local (or --lm local)")
     return engine
 

@@ -7,7 +7,7 @@ retrieves and compacts, the question, the history) and a short reply.
 - A must-refuse question, or an answerable one whose context holds none of its key facts: the refusal, with
   `answerable` False (the passages, not the book, decide what can be answered).
 - An answerable question whose context holds some of its facts is left out: neither a full answer nor a refusal
-  is right for it.
+  is right for it. So is one without key facts or a reference answer: there is nothing to quote or to write.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ def reader_targets(program, questions: list[Question], bootstrap: bool = True,
 
 
 def reader_target(program, q: Question, bootstrap: bool) -> ReaderTarget | None:
+    if q.answerable and not (q.key_facts and q.reference_answer):
+        return None
     query, passages = program.gate_evidence(q.question, q.history)
     units = context_units(program, query, passages)
     inputs = {"context": program.context(query, passages), "question": q.question, "history": format_history(q.history)}
@@ -62,7 +64,7 @@ def reader_target(program, q: Question, bootstrap: bool) -> ReaderTarget | None:
 def answer_reply(program, inputs: dict, q: Question, units, n_passages: int, bootstrap: bool):
     """(outputs, source) for `q` reading `units`, or None when the context holds only some of its key facts."""
     held = [f for f in q.key_facts if any(fact_present(f, text) for _, text in units)]
-    if not q.answerable or (q.key_facts and not held):
+    if not q.answerable or not held:
         return refusal(), "refusal" if not q.answerable else "missing"
     if len(held) < len(q.key_facts):
         return None

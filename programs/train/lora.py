@@ -8,6 +8,7 @@ import math
 
 import torch
 
+from bookrag.errors import ConfigError
 from programs.train.lora_config import LoraConfig, matrix_shape
 from programs.train.model_shape import ModelShape
 
@@ -33,12 +34,12 @@ class LoraWeights(torch.nn.Module):
         Its matrices and rank must be these; its alpha scales its updates to this config's scale."""
         ours = {name: (a, b) for name, a, b in self.named_matrices()}
         if set(matrices) != set(ours):
-            raise ValueError(f"the adapter adapts {len(matrices)} matrices and this training {len(ours)}: train with "
+            raise ConfigError(f"the adapter adapts {len(matrices)} matrices and this training {len(ours)}: train with "
                              "the adapter's layers and matrices, or set BOOKRAG_LOCAL_ADAPTER=none")
         with torch.no_grad():
             for name, (a, b) in matrices.items():
                 if a.shape != ours[name][0].shape or b.shape != ours[name][1].shape:
-                    raise ValueError(f"the adapter's {name} has rank {a.shape[0]}, this training's {self.config.rank}")
+                    raise ConfigError(f"the adapter's {name} has rank {a.shape[0]}, this training's {self.config.rank}")
                 ours[name][0].copy_(a)
                 ours[name][1].copy_(b * (alpha / a.shape[0]) / self.config.scale)
 

@@ -4,7 +4,10 @@ decoder and LoRA weights for."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+
+from bookrag.errors import ConfigError
 
 ARCHITECTURE = "qwen2"
 
@@ -25,8 +28,8 @@ class ModelShape:
         return self.hidden // self.heads
 
 
-class UnsupportedModel(ValueError):
-    """A GGUF whose architecture the trainer does not implement."""
+class UnsupportedModel(ConfigError):
+    """A GGUF the trainer cannot train a reader for (exit 2)."""
 
 
 def model_shape(path: str | Path) -> ModelShape:
@@ -38,22 +41,23 @@ def model_shape(path: str | Path) -> ModelShape:
 
 def model_shape_of(reader, path) -> ModelShape:
     """The shape from an open `gguf.GGUFReader` of the file at `path`."""
-    architecture = _field(reader, "general.architecture")
+    field = partial(_field, reader, path)
+    architecture = field("general.architecture")
     if architecture != ARCHITECTURE:
-        raise UnsupportedModel(f"{path} is a {architecture!r} model: the reader is trained on qwen2 GGUFs only "
-                               "(the packaged Qwen2.5-Coder is one)")
+        raise UnsupportedModel(f"{path} is a {architecture!r} model: a reader is trained on qwen2 GGUFs only (the "
+                               "packaged Qwen2.5-Coder is one): unset BOOKRAG_LOCAL_MODEL to train the packaged model")
     return ModelShape(
-        layers=int(_field(reader, "qwen2.block_count")), hidden=int(_field(reader, "qwen2.embedding_length")),
-        ffn=int(_field(reader, "qwen2.feed_forward_length")), heads=int(_field(reader, "qwen2.attention.head_count")),
-        kv_heads=int(_field(reader, "qwen2.attention.head_count_kv")),
-        rope_base=float(_field(reader, "qwen2.rope.freq_base")),
-        norm_eps=float(_field(reader, "qwen2.attention.layer_norm_rms_epsilon")),
+        layers=int(field("qwen2.block_count")), hidden=int(field("qwen2.embedding_length")),
+        ffn=int(field("qwen2.feed_forward_length")), heads=int(field("qwen2.attention.head_count")),
+        kv_heads=int(field("qwen2.attention.head_count_kv")),
+        rope_base=float(field("qwen2.rope.freq_base")),
+        norm_eps=float(field("qwen2.attention.layer_norm_rms_epsilon")),
         vocab=int(next(t for t in reader.tensors if t.name == "token_embd.weight").shape[1]),
     )
 
 
-def _field(reader, key: str):
+def _field(reader, path, key: str):
     field = reader.get_field(key)
     if field is None:
-        raise UnsupportedModel(f"the GGUF has no {key}")
+        raise UnsupportedModel(f"{path} has no {key} in its metadata: it is not a qwen2 model GGUF")
     return field.contents()

@@ -81,6 +81,8 @@ class LoraTrainer:
         resumed = self._resume(fingerprint, optimizer, schedule)
         if resumed is None:
             torch.manual_seed(self.plan.seed)  # LoRA's dropout: a run is repeatable, and a resumed run goes on as one
+            if dev:  # where training starts (the model, or the adapter trained on) is a candidate too
+                best = self._evaluate(frozen, dev, record, best)
         else:
             record, best = resumed
             self.say(f"Resuming the training at step {record.steps} of {total}")
@@ -164,7 +166,11 @@ class LoraTrainer:
         path = self.folder / CHECKPOINT
         if not path.is_file():
             return None
-        state = torch.load(path, weights_only=False)
+        try:
+            state = torch.load(path, weights_only=True)  # tensors and plain data only: nothing is unpickled
+        except Exception as exc:  # noqa: BLE001 - a cut or foreign file: start over, it is only a checkpoint
+            self.say(f"Not resuming {path}: it cannot be read ({type(exc).__name__}); starting over")
+            return None
         if state.get("fingerprint") != fingerprint:
             self.say(f"Not resuming {path}: it was written for other examples or settings")
             return None
