@@ -7,7 +7,9 @@ reads `reports/<run>-<book>-<split>/report.json` (as written by
 `python evaluate.py --zero-shot --split dev --book BOOK --questions SET --out reports/<run>-<book>-dev`, once with
 BOOKRAG_LOCAL_ADAPTER=none and once with the adapter) and prints, per style: answerable questions right (every key
 fact), refused and answered wrong, for each run, and the questions that changed (better / worse, with an exact sign
-test); must-refuse questions refused; the LM's written tokens and the answered latency (p50).
+test); must-refuse questions refused; the LM's written tokens and the answered latency (p50). On 2 cores a whole
+dev split takes hours per run; a seeded sample of each book's dev split (`benchmarks/dev_sample.py`) passed as SET
+keeps a pair of runs under an hour.
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STYLES = ("book-words", "paraphrase", "definition", "how-to", "code-fact", "follow-up", "multi-part")
+sys.path.insert(0, str(ROOT))
+
+from bookrag.questions import STYLES
+
+# Questions a reader asks in their own words: not the book's phrasing, not a code identifier to look up.
+READERS_WORDS = ("paraphrase", "definition", "how-to", "follow-up", "multi-part")
 
 
 def outcome(row: dict) -> str:
@@ -61,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing := set(a) ^ set(b):
         print(f"note: {len(missing)} questions are in one run only and are left out", file=sys.stderr)
     groups = {style: [i for i in ids if a[i]["answerable"] and a[i]["style"] == style] for style in STYLES}
-    groups["reader's words"] = [i for s in STYLES[1:] for i in groups[s]]
+    groups["reader's words"] = [i for s in READERS_WORDS for i in groups[s]]
     groups["all answerable"] = [i for i in ids if a[i]["answerable"]]
     print(f"{args.runs[0]} -> {args.runs[1]}, {args.split}, pooled over {args.books}")
     print(f"{'style':16} {'n':>4}  {'right':>11}  {'refused':>11}  {'wrong':>11}  {'better':>6} {'worse':>5} {'p':>6}")
