@@ -19,35 +19,31 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookrag.atomic_file import atomic_write
-from bookrag.questions import STYLES
+from bookrag.questions import STYLES, Question, load_questions
 
 
-def sample(rows: list[dict], split: str, per_style: int, seed: int) -> list[dict]:
-    """`per_style` rows of each style and of must-refuse questions in `split`, in file order."""
+def sample(questions: list[Question], per_style: int, seed: int, split: str) -> set[str]:
+    """The ids of `per_style` questions of each style and of must-refuse questions, drawn from `questions`."""
     rng = random.Random(f"{seed}:{split}:{per_style}")
-    chosen: set[int] = set()
+    chosen: set[str] = set()
     for style in (*STYLES, "must-refuse"):
-        members = [i for i, row in enumerate(rows) if row.get("split") == split and _style(row) == style]
+        members = [q.id for q in questions if (q.style if q.answerable else "must-refuse") == style]
         chosen.update(rng.sample(members, min(per_style, len(members))))
-    return [row for i, row in enumerate(rows) if i in chosen]
-
-
-def _style(row: dict) -> str:
-    return row.get("style") or "" if row.get("answerable", "").strip().lower() == "true" else "must-refuse"
+    return chosen
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("questions", type=Path, help="a CSV question file with split and style columns")
+    parser.add_argument("questions", type=Path, help="a CSV question file with a style column")
     parser.add_argument("--split", default="dev")
     parser.add_argument("--per-style", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    ids = sample(load_questions(args.questions, args.split), args.per_style, args.seed, args.split)
     with args.questions.open(newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        columns, rows = reader.fieldnames, list(reader)
-    chosen = sample(rows, args.split, args.per_style, args.seed)
+        columns, chosen = reader.fieldnames, [row for row in reader if row["id"] in ids]
 
     def write(temp: Path) -> None:
         with temp.open("w", newline="", encoding="utf-8") as f:
