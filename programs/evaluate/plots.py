@@ -2,7 +2,8 @@
 side; files are written atomically.
 
 Figures are made with `matplotlib.figure.Figure`, not pyplot: PNGs render with Agg, no display or global pyplot
-state is involved, and nothing needs closing.
+state is involved, and nothing needs closing. Every label a user wrote (a program's name, a category) is drawn
+through `_label`, as the text it is.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from bookrag.atomic_file import atomic_write
+from bookrag.terminal_text import printable
 from programs.evaluate.figures import HEADLINE
 
 COLORS = {"answerable": "tab:blue", "must refuse": "tab:red"}
@@ -34,6 +36,7 @@ def score_distributions(reports: dict[str, dict], path: Path) -> Path:
     fig = Figure(figsize=(11, 3.6 * len(reports)), layout="tight")
     axes = fig.subplots(len(reports), 2, squeeze=False)
     for (name, report), (cosine_ax, gate_ax) in zip(reports.items(), axes):
+        name = _label(name)
         rows = [r for r in report["rows"] if r["top_dense"] is not None]  # selected-text questions retrieve nothing
         _histograms(cosine_ax, rows, "top_dense", bins=_bins(rows, "top_dense"))
         cut = single_cosine_cut(report["gate"])
@@ -103,11 +106,17 @@ def _grouped_bars(ax, labels: list[str], series: dict[str, list[float]]) -> None
     width = 0.8 / len(series)
     for i, (name, values) in enumerate(series.items()):
         positions = [x + (i - (len(series) - 1) / 2) * width for x in range(len(labels))]
-        bars = ax.bar(positions, values, width, label=name)
+        bars = ax.bar(positions, values, width, label=_label(name))
         ax.bar_label(bars, fmt="%.2f", fontsize=7)
-    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
+    ax.set_xticks(range(len(labels)), [_label(label) for label in labels], rotation=20, ha="right")
     ax.set_ylim(0, 1.1)
     ax.legend(fontsize=8)
+
+
+def _label(text: str) -> str:
+    """`text` as matplotlib draws it literally: `printable` (matplotlib warns on stderr about a glyph its font lacks,
+    quoting the character raw: ESC, BEL), and each `$` escaped (two start a math formula, which may not parse)."""
+    return printable(text).replace("$", r"\$")
 
 
 def _save(fig: Figure, path: Path) -> Path:
