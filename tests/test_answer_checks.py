@@ -145,6 +145,20 @@ def test_an_asked_number_that_the_answer_does_not_state_is_refused():
     assert check("How tall is Kestrel?", "Kestrel is a teaching robot.").refusal is RefusalReason.NO_ASKED_VALUE
 
 
+KNEE = [passage("Kestrel's knee actuator has an identified armature of 0.012 kg·m² and a 50:1 gear ratio.", 1)]
+
+
+@pytest.mark.parametrize("answer, refusal", [
+    ("Kestrel's knee actuators use 0.012 kg·m².", RefusalReason.NO_ASKED_VALUE),  # a number, but of inertia
+    ("Kestrel's knee actuators use a 50:1 gear ratio.", None),
+])
+def test_an_asked_quantity_answered_with_a_unit_of_another_kind_is_refused(answer, refusal):
+    """"What gear ratio do Kestrel's knee actuators use?" was answered "0.012 kg·m²": the value check took any
+    number for the ratio."""
+    checked = check_answer("What gear ratio do Kestrel's knee actuators use?", answer, [1], KNEE)
+    assert checked.refusal is refusal
+
+
 def test_a_quoted_answer_is_only_checked_for_citations():
     assert check("How tall is Kestrel?", "Kestrel is 9 m tall.", generated=False).passed
 

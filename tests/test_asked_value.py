@@ -52,6 +52,27 @@ def test_a_value_of_the_asked_kind_is_recognised_in_text():
     assert not asked_value("In what year was it released?").held_by("It has 28 joints.")
 
 
+@pytest.mark.parametrize("question, answer, answered", [
+    ("What gear ratio do Kestrel's knee actuators use?", "They use 0.012 kg·m².", False),  # inertia, no ratio
+    ("What gear ratio do Kestrel's knee actuators use?", "A 50:1 reduction.", True),
+    ("What gear ratio do Kestrel's knee actuators use?", "The ratio is 9.", True),  # no unit: it may be one
+    ("How tall is Kestrel?", "Kestrel has a mass of 24 kg.", False),
+    ("How tall is Kestrel?", "Kestrel is 1.2 m tall and has a mass of 24 kg.", True),
+    ("What is the maximum torque of the knee?", "The knee turns at up to 12 rad/s.", False),
+    ("What is the maximum torque of the knee?", "The knee allows 90 N·m of effort.", True),
+    ("What end-to-end latency was measured?", "The robot is 1.2 m tall.", False),
+    ("How long does the switch to STAND take?", "Stiffness ramps up over 3 s.", True),  # how long: time or length
+    ("How far ahead does the preview control look?", "The next 1.6 s of the reference.", True),
+    ("What baud rate does the IMU use?", "It reads at 200 Hz.", True),  # "rate" is of no one kind
+    ("What force-torque sensors does Kestrel use?", "Two, sampled at 1 kHz.", True),  # a compound: no force asked
+    ("How tall is Kestrel?", "Twelve metres.", True),  # a value in words has no unit to tell
+])
+def test_a_value_with_a_unit_of_another_quantity_does_not_answer_it(question, answer, answered):
+    asked = asked_value(question)
+    assert asked.held_by(answer)  # each states a number: the kind asked, as far as the kind goes
+    assert asked.answered_by(answer) is answered
+
+
 def test_a_paraphrased_quantity_is_covered_by_a_value_next_to_the_topic():
     """"weigh" is answered by "a mass of 24 kg": the number stands for the quantity word."""
     features = gate_features("How much does Kestrel weigh?", passages(KESTREL))

@@ -49,9 +49,10 @@ def _content_unsupported(question: str, answer: str, passages: list[Passage], hi
 
 
 def _asked_value_missing(question: str, answer: str, passages: list[Passage], history: Sequence[dict]) -> bool:
-    # Asked for a price, a number or a date and wrote none: the passages did not hold it
+    # Asked for a price, a number or a date and wrote none, or only values of another quantity than the one asked
+    # (a gear ratio answered in kg·m²): the passages did not hold it
     asked = asked_value(question)
-    return bool(asked) and asked.kind in VALUE_ANSWERS and not asked.held_by(answer)
+    return bool(asked) and asked.kind in VALUE_ANSWERS and not asked.answered_by(answer)
 
 
 # Each reads (question, answer, passages, the earlier turns of the conversation) and says whether the answer fails.

@@ -8,8 +8,9 @@ question's words; a book that never states the value has no such sentence.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from programs.refusal.quantity_kinds import accepted_kinds, states_kind
 from programs.text.query_terms import stem
 
 _HOW = "many|much|long|far|fast|heavy|tall|big|large|high|wide|often|old"
@@ -17,6 +18,9 @@ _QUANTITY = ("number|mass|weight|size|capacity|rate|ratio|frequency|voltage|curr
              "resolution|range|limit|duration|distance|value|count|amount|angle|temperature|percentage|latency|power|"
              "draw|memory|bandwidth|force|gain|threshold|timeout|period|interval|depth|width|accuracy")
 _EXTREME = "maximum|minimum|largest|smallest|tallest|heaviest|fastest|lowest|highest|peak"
+_QUANTITY_WORDS = frozenset(_HOW.split("|") + _QUANTITY.split("|"))
+_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")  # a compound ("force-torque sensor") names no quantity
+_WORD_TAIL = re.compile(r"[\w-]*")
 
 
 @dataclass(frozen=True)
@@ -24,9 +28,16 @@ class AskedValue:
     kind: str  # money, number, date, version
     value: re.Pattern  # how a value of this kind is written in a book
     words: frozenset[str]  # stemmed question words naming the value itself ("weigh", "price"): a value stands for them
+    # The kinds of quantity the question names ("gear ratio": ratio; quantity_kinds.py); None: any kind
+    quantities: frozenset[str] | None = None
 
     def held_by(self, text: str) -> bool:
         return bool(self.value.search(text))
+
+    def answered_by(self, text: str) -> bool:
+        """Whether `text` states a value of the asked kind, and of the asked quantity where the question names one:
+        "0.012 kg·m²" is a number, but no gear ratio."""
+        return self.held_by(text) and (self.quantities is None or states_kind(text, self.quantities))
 
 
 def _value(kind: str, pattern: str, words: set[str]) -> AskedValue:
@@ -52,4 +63,14 @@ _KINDS = (  # first match wins: "How much does it cost?" asks for money, not for
 
 def asked_value(question: str) -> AskedValue | None:
     """The kind of value the question asks for, or None (a how-to, why or what-is question)."""
-    return next((value for asks, value in _KINDS if asks.search(question)), None)
+    for asks, value in _KINDS:
+        if phrases := [_whole_words(question, found) for found in asks.finditer(question)]:
+            # the quantity words of every phrase asking for it ("how tall ... and how heavy")
+            named = _QUANTITY_WORDS.intersection(w for phrase in phrases for w in _WORD.findall(phrase.lower()))
+            return replace(value, quantities=accepted_kinds(named))
+    return None
+
+
+def _whole_words(question: str, found: re.Match) -> str:
+    """The phrase `found` in `question`, to the end of its last word: "force" of "force-torque" is not the word."""
+    return question[found.start(): _WORD_TAIL.match(question, found.end()).end()]
