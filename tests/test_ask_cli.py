@@ -227,6 +227,8 @@ def test_bad_environment_variable_exits_2(env):
 def artifact_left_aside(env, first_run, tmp_path) -> Path:
     """A compiled program for the book (its gate refuses everything), as an optimize killed between its two renames
     leaves it: moved aside to `.book.old-*`, the new one not yet in place."""
+    from conftest import killed_between_renames
+
     from programs.compile.artifact import write_artifact
     from programs.rag.book_rag import BookRAG
     from programs.refusal.refusal_gate import RefusalGate
@@ -237,7 +239,7 @@ def artifact_left_aside(env, first_run, tmp_path) -> Path:
                 "collection": "book__minilm384", "book": env["BOOKRAG_BOOK"], "index_fingerprint": "0" * 16,
                 "answer_mode": "extractive"}
     artifact = write_artifact(program, tmp_path / "artifacts" / "book", manifest)
-    artifact.rename(artifact.with_name(".book.old-deadbeef"))
+    killed_between_renames(artifact)
     return artifact
 
 
@@ -454,11 +456,11 @@ def test_a_terminal_says_when_the_checked_answer_withdraws_the_draft(monkeypatch
     assert ("failed the answer checks (unsupported_claim) and was withdrawn" in err) == withdrawn
 
 
-def test_a_fallback_to_the_books_sentences_says_the_draft_could_not_be_read(monkeypatch, capsys):
+def test_an_unreadable_reply_says_the_draft_could_not_be_read(monkeypatch, capsys):
     on_terminal(monkeypatch)
-    fallback = Response(answer="Quillon is 1.4 m tall and weighs 31 kg.", query="q", mode="extractive-fallback")
-    ask.answer(DraftingProgram(lambda q: fallback).ask, IN_SCOPE, args())
-    assert "could not be read" in capsys.readouterr().err
+    ask.answer(DraftingProgram(lambda q: refused("unreadable_reply")).ask, IN_SCOPE, args())
+    err = capsys.readouterr().err
+    assert "could not be read as an answer and was withdrawn" in err and "failed the answer checks" not in err
 
 
 @pytest.mark.parametrize("options", [{}, {"json": True}])

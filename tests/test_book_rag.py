@@ -259,13 +259,13 @@ def test_citations_name_the_cited_passages_with_url_and_score(make):
     assert citation.url.startswith("/docs") and 0 < citation.score <= 1
 
 
-def test_an_unparseable_lm_reply_falls_back_to_the_extractive_answer_and_says_so(make, caplog):
+def test_an_unparseable_lm_reply_is_refused_not_replaced_by_the_passages_sentences(make, caplog):
     lm = DummyLM([{"unrelated": "x"}] * 3)
     program = make(lm=lm, answer_mode="generated")
     with caplog.at_level(logging.WARNING):
         response = program.ask("How tall is Quillon the teaching robot?")
-    assert response.mode == "extractive-fallback" and not response.is_refusal
-    assert "1.4 m" in response.answer and response.citations
+    assert response.is_refusal and response.refusal_reason == "unreadable_reply"
+    assert response.answer == REFUSAL_MESSAGE and response.citations == []
     assert len(lm.history) == 1  # one call: no second, JSON-formatted attempt
     assert "could not be read as an answer" in caplog.text
 
@@ -274,10 +274,16 @@ def test_an_unparseable_lm_reply_falls_back_to_the_extractive_answer_and_says_so
     "The world model is a YAML file:\n[8] # world_model.yaml\n[9] kitchen_counter: {x: 4.2}",  # the context copied
     "Joints: l_knee_pitch, neck_yaw, l_knee_pitch, neck_yaw, l_knee_pitch, neck_yaw, l_knee_pitch, neck_yaw",
 ])
-def test_an_answer_that_is_no_answer_falls_back_to_the_extractive_answer(make, answer):
+def test_an_answer_that_is_no_answer_is_refused(make, answer):
     program = make(lm=DummyLM([generated(answer=answer)]), answer_mode="generated")
     response = program.ask("How tall is Quillon the teaching robot?")
-    assert response.mode == "extractive-fallback" and "1.4 m" in response.answer
+    assert response.is_refusal and response.refusal_reason == "unreadable_reply"
+    assert response.answer == REFUSAL_MESSAGE
+
+
+def test_the_extractive_mode_still_answers_with_the_books_sentences(make):
+    response = make(answer_mode="extractive").ask("How tall is Quillon the teaching robot?")
+    assert response.mode == "extractive" and not response.is_refusal and "1.4 m" in response.answer
 
 
 # -- multi-turn -------------------------------------------------------------------------------------------------

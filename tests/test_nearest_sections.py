@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,10 @@ from bookrag.questions import Question
 from programs.evaluate.reports import question_row
 from programs.rag.book_rag import BookRAG
 from programs.rag.nearest_sections import nearest_sections
+from programs.rag.refusal_prediction import refusal_prediction
+from programs.rag.response import Response
 from programs.refusal.calibration import choose_gate, off_topic_cut
+from programs.refusal.reasons import RefusalReason
 from programs.refusal.refusal_gate import FEATURES, MIN_TOP_COSINE, RefusalGate
 from retrievers.passage import Passage
 
@@ -71,6 +76,7 @@ def test_below_the_band_a_question_is_off_topic(make):  # noqa: F811
 @pytest.mark.parametrize("reply, reason", [
     (generated(answer="The passages do not say.", citations=[], answerable=False), "model"),
     (generated(answer="Quillon is painted 7 shades of teal.", citations=[1]), "unsupported_claim"),
+    (generated(answer="[1] # quillon.yaml\n[2] height: 1.4"), "unreadable_reply"),  # the context copied out
 ])
 def test_a_refusal_by_the_lm_or_a_check_after_the_gate_let_it_through_names_them_too(make, reply, reason):  # noqa: F811
     response = make(lm=DummyLM({ON_TOPIC: reply})).ask(ON_TOPIC)
@@ -123,6 +129,21 @@ def test_nearest_sections_are_the_best_passage_of_each_of_the_first_two_sections
                 passage("d", "/docs/x#two", 0.4)]
     assert [p.id for p in nearest_sections(passages)] == ["b", "a"]
     assert nearest_sections([]) == []
+
+
+def test_the_closest_sections_are_listed_by_the_score_they_show():
+    """They came in the retrieval's order (hybrid: fused ranks) beside their cosines, and 0.306 was listed before
+    0.311."""
+    fused_first = Passage(id="a", score=0.0328, text="text", title="T", heading="A", module="m", source="a.md",
+                          url="/docs/a", dense_score=0.306)
+    fused_second = replace(fused_first, id="b", score=0.0323, heading="B", source="b.md", url="/docs/b",
+                           dense_score=0.311)
+    nearest = nearest_sections([fused_first, fused_second])
+    assert [p.id for p in nearest] == ["a", "b"]  # the two sections the retrieval ranks best ...
+    refused = refusal_prediction(REFUSAL_MESSAGE, RefusalReason.GATE, ON_TOPIC, [fused_first, fused_second], {}, {},
+                                 nearest)
+    shown = Response.from_prediction(refused, ON_TOPIC, started=time.perf_counter()).nearest
+    assert [(s.heading, s.score) for s in shown] == [("B", 0.311), ("A", 0.306)]  # ... listed by their cosine
 
 
 # -- the band's lower edge, fitted on dev -------------------------------------------------------------------------

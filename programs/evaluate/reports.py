@@ -16,7 +16,7 @@ from programs.evaluate.figures import FIGURES, GROUP, RENAMED, RENAMED_IN_GROUPS
 from programs.evaluate.question_row import QuestionRow
 from programs.evaluate.styles import style_group
 from programs.rag.response import ResponseMode, token_usage
-from programs.refusal.reasons import REFUSED_AFTER_LM
+from programs.refusal.reasons import REFUSED_AFTER_LM, RefusalReason
 from retrievers.retriever import QdrantRetriever
 
 
@@ -158,8 +158,8 @@ def question_row(program, question: Question, judge=None) -> QuestionRow:
         token_f1=(metrics.token_f1(question.reference_answer, "" if refused else pred.answer)
                   if answerable and question.reference_answer else None),
         answer_words=metrics.answer_words(pred.answer) if answerable and not refused else None,
-        parse_failed=pred.mode == ResponseMode.EXTRACTIVE_FALLBACK,
-        lm_answered=(pred.mode in (ResponseMode.GENERATED, ResponseMode.EXTRACTIVE_FALLBACK)
+        parse_failed=pred.refusal_reason == RefusalReason.UNREADABLE_REPLY,
+        lm_answered=(pred.mode == ResponseMode.GENERATED
                      or (program.generates and pred.refusal_reason in REFUSED_AFTER_LM)),
         combined=metrics.combined_score(example, pred),
         passed=metrics.passed(example, pred),

@@ -164,10 +164,13 @@ class BookRAG(AskAPI, dspy.Module):
                             gate, (retrieved - started) * 1000, retrieved)
 
     def checked(self, question: str, history, decision: GateDecision, written) -> dspy.Prediction:
-        """The written answer (`write_answer`) if it passes the answer checks, else the refusal they give."""
-        answer, citations, verdict, mode = written
+        """The written answer (`write_answer`) if it passes the answer checks, else the refusal they give. An LM reply
+        that is no answer (`written` None) is refused too, with the nearest sections."""
         timing = {"retrieval_time_ms": decision.retrieval_time_ms,
                   "generation_time_ms": (time.perf_counter() - decision.retrieved_at) * 1000}
+        if written is None:
+            return self.refused(decision, RefusalReason.UNREADABLE_REPLY, timing)
+        answer, citations, verdict, mode = written
         checked = check_answer(question, answer, citations, decision.passages, history=history, answerable=verdict,
                                generated=mode == ResponseMode.GENERATED)
         if not checked.passed:
@@ -186,11 +189,10 @@ class BookRAG(AskAPI, dspy.Module):
                                   nearest)
 
     def write_answer(self, question: str, query: str, passages: list[Passage], history=()):
-        """(answer, valid citations, answerable verdict, mode): the LM's ChainOfThought, or the extractive mode.
-
-        A reply the adapter cannot read, or an answer that is no answer (the context copied out, a phrase repeated
-        to the token cap), falls back to the extractive answer (mode `extractive-fallback`): the user still gets
-        the book's own sentences, and reports count the failure."""
+        """(answer, valid citations, answerable verdict, mode): the LM's ChainOfThought, or the extractive mode; None
+        when the LM's reply is no answer (the adapter cannot read it, the context copied out, a phrase repeated to
+        the token cap). Such a reply is refused, not replaced by the passages' best sentences: that fallback showed
+        a code comment, a docstring, a link or a chapter title as the answer (5 wrong of 6, docs/results.md)."""
         reply = self.reply(self.context(query, passages), question, history) if self.generates else None
         return self.answer_of(reply, query, passages)
 
@@ -218,16 +220,16 @@ class BookRAG(AskAPI, dspy.Module):
             return None
 
     def answer_of(self, reply: dspy.Prediction | None, query: str, passages: list[Passage]):
-        """`write_answer`'s tuple from the LM's reply, or from the book's sentences without a readable one."""
-        if reply is not None and not written_badly(reply.answer):
-            return (reply.answer, valid_citations(reply.citations, len(passages)), bool(reply.answerable),
-                    ResponseMode.GENERATED)
-        mode = ResponseMode.EXTRACTIVE
-        if self.generates:
-            log.warning("the LM's reply could not be read as an answer; answering extractively")
-            mode = ResponseMode.EXTRACTIVE_FALLBACK
-        extract = self.extract(query, passages)
-        return extract.answer, extract.citations, bool(extract.answer), mode
+        """`write_answer`'s tuple from the LM's reply (None for a reply that is no answer), or the extractive mode's
+        from the book's sentences."""
+        if not self.generates:
+            extract = self.extract(query, passages)
+            return extract.answer, extract.citations, bool(extract.answer), ResponseMode.EXTRACTIVE
+        if reply is None or written_badly(reply.answer):
+            log.warning("the LM's reply could not be read as an answer; refusing")
+            return None
+        return (reply.answer, valid_citations(reply.citations, len(passages)), bool(reply.answerable),
+                ResponseMode.GENERATED)
 
     def warm_up(self) -> None:
         """Load the LM and read the fixed part of the answer prompt (instructions and compiled demos) into its

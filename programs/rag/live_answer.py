@@ -57,13 +57,12 @@ class LiveAnswer:
 
     def withdrawal(self, response: Response) -> str | None:
         """One line when the final answer is not the draft the user watched being written, else None."""
-        from programs.rag.response import ResponseMode
         from programs.refusal.reasons import RefusalReason
 
         if not self.draft.strip():
             return None
+        if response.refusal_reason == RefusalReason.UNREADABLE_REPLY:
+            return "(the model's reply could not be read as an answer and was withdrawn)"
         if response.is_refusal and response.refusal_reason != RefusalReason.MODEL:  # the LM's own refusal is no retraction
             return f"(the draft answer failed the answer checks ({response.refusal_reason}) and was withdrawn)"
-        if response.mode == ResponseMode.EXTRACTIVE_FALLBACK:
-            return "(the model's reply could not be read; the answer below is the book's own sentences)"
         return None

@@ -19,7 +19,6 @@ class ResponseMode(StrEnum):
 
     GENERATED = "generated"  # the LM
     EXTRACTIVE = "extractive"  # the book's own sentences, no LM
-    EXTRACTIVE_FALLBACK = "extractive-fallback"  # the book's sentences, because the LM's reply was unreadable
     REFUSED = "refused"
 
 

@@ -8,6 +8,7 @@ from enum import StrEnum
 class RefusalReason(StrEnum):
     GATE = "gate"  # the retrieval evidence was too weak: no LM call
     MODEL = "model"  # the LM said the passages do not answer the question
+    UNREADABLE_REPLY = "unreadable_reply"  # the LM's reply was no answer (unparseable, the context copied, a loop)
     NO_CITATION = "no_citation"  # the answer named no retrieved passage
     UNSUPPORTED_CLAIM = "unsupported_claim"  # a number, version or name that no retrieved passage holds
     UNSUPPORTED_CODE = "unsupported_code"  # a command, flag, path or identifier that no retrieved passage holds
@@ -18,7 +19,7 @@ class RefusalReason(StrEnum):
 
 
 # Refusals made after the LM wrote an answer (in generated mode): they cost an LM call.
-REFUSED_AFTER_LM = frozenset({RefusalReason.MODEL, RefusalReason.NO_CITATION, RefusalReason.UNSUPPORTED_CLAIM,
+REFUSED_AFTER_LM = frozenset({RefusalReason.MODEL, RefusalReason.UNREADABLE_REPLY, RefusalReason.NO_CITATION, RefusalReason.UNSUPPORTED_CLAIM,
                               RefusalReason.UNSUPPORTED_CODE, RefusalReason.VALUE_OFF_SUBJECT,
                               RefusalReason.UNSUPPORTED_CONTENT, RefusalReason.NO_ASKED_VALUE})
 # Refused before any answer was written, or by the LM itself: a trace that demonstrates refusing.
