@@ -15,6 +15,7 @@ from pathlib import Path
 from bookrag.atomic_file import replace_folder, restore_folder
 from bookrag.config import PROJECT_ROOT, Settings, book_name
 from bookrag.errors import ArtifactError
+from bookrag.json_document import NestedTooDeep, parse_json
 from bookrag.output_folder import OutputFolder, OutputKind
 
 log = logging.getLogger(__name__)
@@ -125,12 +126,12 @@ def read_manifest(artifact_dir: Path) -> dict:
     if not artifact_dir.is_dir():
         raise ArtifactError(f"no compiled program at {artifact_dir}: run `python optimize.py` or check --program")
     try:
-        manifest = json.loads(path.read_text())
+        manifest = parse_json(path.read_text())
     except FileNotFoundError:
         raise ArtifactError(f"{path} is missing: the artifact is incomplete; recompile with `python optimize.py`") from None
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); recompile") from None
-    except RecursionError:
+    except NestedTooDeep:
         raise too_deep(path) from None
     missing = [k for k in MANIFEST_KEYS if k not in manifest] if isinstance(manifest, dict) else list(MANIFEST_KEYS)
     if missing:
@@ -209,11 +210,11 @@ def bind_reader(program, reader: dict | None, artifact_dir: Path) -> None:
 def check_demo_counts(path: Path) -> None:
     """Refuse a program whose predictors hold more than MAX_DEMOS demos (a hand-edited or foreign program.json)."""
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
+        state = parse_json(path.read_text(encoding="utf-8"))
+    except NestedTooDeep:
+        raise too_deep(path) from None
     except (OSError, ValueError):
         return  # program.load says the file is missing or corrupt
-    except RecursionError:
-        raise too_deep(path) from None
     for predictor, predictor_state in state.items() if isinstance(state, dict) else ():
         demos = predictor_state.get("demos") if isinstance(predictor_state, dict) else None
         if isinstance(demos, list) and len(demos) > MAX_DEMOS:
@@ -222,7 +223,7 @@ def check_demo_counts(path: Path) -> None:
 
 
 def too_deep(path: Path) -> ArtifactError:
-    """The error for a JSON file nested deeper than Python's reader goes (no file bookrag writes comes close)."""
+    """The error for an artifact's JSON file nested deeper than `parse_json` reads."""
     return ArtifactError(f"{path} is nested too deeply to read: it was hand-edited or is not from bookrag; "
                          "recompile with `python optimize.py`")
 
