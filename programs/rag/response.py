@@ -85,7 +85,8 @@ class Response:
             passages=[{"n": n, "chunk_id": p.id, "score": p.score, "dense_score": p.dense_score,
                        "sparse_score": p.sparse_score, "source": p.source, "heading": shown_title(p.heading)}
                       for n, p in enumerate(pred.passages, start=1)],
-            nearest=[Section(**_place(p)) for p in pred.get("nearest", [])],
+            # the sections the retrieval ranks nearest, listed by the cosine they show, as citations are
+            nearest=sorted((Section(**_place(p)) for p in pred.get("nearest", [])), key=lambda s: s.score, reverse=True),
         )
 
     def to_dict(self) -> dict:
