@@ -17,6 +17,7 @@ from bookrag.redaction import scrub
 ATTEMPTS = 3  # in all; waits of 1 s, then 2 s, between them
 # With max_retries=0 the SDK raises these httpx errors as they are.
 TRANSPORT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+EXCERPT = 240  # characters of a reply an error message quotes at most
 T = TypeVar("T")
 
 
@@ -63,14 +64,14 @@ class CohereCalls:
             return f"connection failed: {type(exc).__name__}"
         status = exc.status_code
         if status is not None and 200 <= status < 300:  # a success status whose body the SDK could not parse
-            raise self.malformed(f"HTTP {status} with a body that is not JSON ({str(exc.body)[:120]!r})") from None
+            raise self.malformed(f"HTTP {status} with a body that is not JSON ({self.excerpt(str(exc.body))!r})") from None
         if status in (401, 403, 498):  # 498: Cohere's "invalid token"
             raise ConfigError(f"Cohere rejected COHERE_API_KEY ({status}): check the key") from None
         if status in (408, 429) or (status or 0) >= 500:
             return f"HTTP {status}"
         detail = exc.body.get("message") if isinstance(exc.body, dict) else None
         raise self.error(
-            f"Cohere refused the {self.endpoint} request (HTTP {status}: {self.scrubbed(detail or 'no message')}); "
+            f"Cohere refused the {self.endpoint} request (HTTP {status}: {self.excerpt(str(detail or 'no message'))}); "
             f"check {self.model_variable} ({self.model!r}) and the texts"
         ) from None
 
@@ -84,3 +85,8 @@ class CohereCalls:
     def scrubbed(self, text: str) -> str:
         """The service's own words, which may echo the key back."""
         return scrub(text, [self._api_key.reveal()])
+
+    def excerpt(self, text: str) -> str:
+        """The start of the service's words for a message: scrubbed, then cut (a cut through the key would leave a
+        piece that scrubbing no longer knows)."""
+        return self.scrubbed(text)[:EXCERPT]

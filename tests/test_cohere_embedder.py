@@ -28,11 +28,23 @@ def fake_vector(text: str, dim: int = 1024) -> list[float]:
     return [float(len(text)), float(sum(map(ord, text)))] + [0.0] * (dim - 2)
 
 
+def embed_reply(vectors: list[list], texts: list[str]) -> dict:
+    """Cohere's v2 embed reply carrying `vectors`."""
+    return {
+        "id": str(uuid.uuid4()),
+        "embeddings": {"float": vectors},
+        "texts": texts,
+        "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": len(texts)}},
+        "response_type": "embeddings_by_type",
+    }
+
+
 class FakeCohere:
     """POST https://api.cohere.com/v2/embed as Cohere answers it: bearer auth, JSON in, JSON out.
 
     `failures` are answered first, one per request: an HTTP status (with Cohere's JSON error body),
-    a `(status, text)` pair for a non-JSON body (as a gateway sends), or an httpx exception class.
+    a `(status, text)` pair for a non-JSON body (as a gateway sends), a dict for a 200 reply of that JSON (Python's
+    JSON, which writes NaN and Infinity as JavaScript does), or an httpx exception class.
     `echo`: error messages repeat the request's Authorization header, as careless services do.
     """
 
@@ -64,16 +76,7 @@ class FakeCohere:
             return self.error(400, f"invalid request: texts must have at most 96 items, got {len(texts)}")
         if body.get("input_type") not in INPUT_TYPES:
             return self.error(400, f"invalid request: input_type {body.get('input_type')!r}")
-        return httpx.Response(
-            200,
-            json={
-                "id": str(uuid.uuid4()),
-                "embeddings": {"float": [fake_vector(text, self.dim) for text in texts]},
-                "texts": texts,
-                "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": len(texts)}},
-                "response_type": "embeddings_by_type",
-            },
-        )
+        return httpx.Response(200, json=embed_reply([fake_vector(text, self.dim) for text in texts], texts))
 
     def failure(self, request: httpx.Request, failure) -> httpx.Response:
         """The answer to `request` that `failure` (one of `failures`) stands for."""
@@ -82,6 +85,8 @@ class FakeCohere:
             return self.error(failure, f"simulated failure{echoed}")
         if isinstance(failure, tuple):
             return httpx.Response(failure[0], text=failure[1], headers={"content-type": "text/html"})
+        if isinstance(failure, dict):
+            return httpx.Response(200, content=json.dumps(failure).encode(), headers={"content-type": "application/json"})
         raise failure("simulated", request=request)
 
     @staticmethod
@@ -279,6 +284,26 @@ def test_a_malformed_reply_is_reported_as_one_not_as_a_wrong_cohere_model(reply)
     with pytest.raises(EmbeddingError, match="not the embed JSON") as caught:
         cohere_embedder(FakeCohere([reply])).embed_query("q")
     assert "COHERE_MODEL" not in str(caught.value)
+
+
+def gateway_pages_echoing_the_key() -> list[tuple[int, str]]:
+    """Non-JSON 200 bodies (a gateway's page) echoing KEY after 0 to 299 characters, so that whatever length an
+    error message quotes, some page's key straddles the cut."""
+    return [(200, "<html><body>" + "." * offset + f" your key {KEY} was used </body></html>") for offset in range(300)]
+
+
+def key_pieces_in(text: str) -> list[str]:
+    """The 6-character pieces of KEY that `text` holds."""
+    return [KEY[i : i + 6] for i in range(len(KEY) - 5) if KEY[i : i + 6] in text]
+
+
+def test_a_non_json_200_that_echoes_the_key_shows_no_piece_of_it():
+    """The message quotes the start of the body: the key is taken out first, and then the body is cut (cut first,
+    the key's first characters are no longer the key and stay)."""
+    for page in gateway_pages_echoing_the_key():
+        with pytest.raises(EmbeddingError, match="HTTP 200 with a body that is not JSON") as caught:
+            cohere_embedder(FakeCohere([page])).embed_query("q")
+        assert key_pieces_in("".join(traceback.format_exception(caught.value))) == [], page
 
 
 def cohere_env(tmp_path, server: CohereServer, **extra) -> dict[str, str]:

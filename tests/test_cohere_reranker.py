@@ -14,7 +14,14 @@ import uuid
 import httpx
 import pytest
 from conftest import SMALL_BOOK, FakeEmbedder, clean_env, run_script, write_book
-from test_cohere_embedder import KEY, CohereServer, FakeCohere, cohere_server  # noqa: F401 (rerank_server's)
+from test_cohere_embedder import (  # noqa: F401 (cohere_server: rerank_server's)
+    KEY,
+    CohereServer,
+    FakeCohere,
+    cohere_server,
+    gateway_pages_echoing_the_key,
+    key_pieces_in,
+)
 
 from bookrag.config import Secret, Settings
 from bookrag.errors import ConfigError, RetrievalError
@@ -167,6 +174,13 @@ def test_the_key_never_appears_in_errors_or_logs(failures, caplog):
 def test_a_bad_request_that_echoes_the_key_does_not_show_it():
     with pytest.raises(RetrievalError, match="HTTP 400: simulated failure for Bearer \\*\\*\\*"):
         cohere_reranker(FakeCohereRerank([400], echo=True)).scores("node", ["a node"])
+
+
+def test_a_non_json_200_that_echoes_the_key_shows_no_piece_of_it():
+    for page in gateway_pages_echoing_the_key():
+        with pytest.raises(RetrievalError, match="HTTP 200 with a body that is not JSON") as caught:
+            cohere_reranker(FakeCohereRerank([page])).scores("node", ["a node"])
+        assert key_pieces_in("".join(traceback.format_exception(caught.value))) == [], page
 
 
 # -- the cache --------------------------------------------------------------------------------------------------
