@@ -69,10 +69,7 @@ class BookIndex:
         if state == "complete" and not reread:
             return None
         if state == "changed":
-            changed = self.changed_files()
-            names = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
-            announce(f"The book changed since it was indexed ({len(changed)} file(s): {names}): "
-                     "updating the index ...")
+            announce(self._change_notice())
         elif state == "missing":
             announce(f"Indexing {self.book_dir} into {self.collection} (first run) ...")
         elif state == "incomplete":
@@ -89,6 +86,16 @@ class BookIndex:
         """The book's files added, removed or edited since its last complete ingest (all of them if none)."""
         record = record if record is not None else (self.store.ingest_record() or {})
         return BookSnapshot.take(self.book_dir, record.get("files")).changed_since(record.get("files"))
+
+    def _change_notice(self) -> str:
+        """What changed: files edited since the last ingest, or only the pages it could not read (`Indexer`), which
+        every refresh reads again."""
+        record = self.store.ingest_record() or {}
+        changed = self.changed_files(record)
+        names = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
+        if set(changed) <= set(record.get("unreadable", ())):
+            return f"Reading again the {len(changed)} page(s) the last ingest could not read ({names}) ..."
+        return f"The book changed since it was indexed ({len(changed)} file(s): {names}): updating the index ..."
 
     def _mention_legacy_collection(self) -> None:
         """Indexes made before collections were named by book path are not reused (the name was shared by every

@@ -55,6 +55,10 @@ class BookSnapshot:
             files[key] = FileState(now.st_size, now.st_mtime_ns, sha256, now.st_ctime_ns)
         return cls(files)
 
+    def without(self, keys: list[str]) -> BookSnapshot:
+        """This snapshot as if `keys` were not there: the next check finds them added."""
+        return BookSnapshot({key: state for key, state in self.files.items() if key not in keys})
+
     def record(self) -> dict[str, list]:
         """The JSON form kept in the store's ingest record."""
         return {key: state.as_list() for key, state in sorted(self.files.items())}

@@ -9,6 +9,11 @@ record: removed before the first write, written after the last, so a killed run 
 The record also names the book (its resolved path) and holds a snapshot of its files (`BookSnapshot`), taken
 before the book is read: readers compare it with the folder to notice a book edited since, and an ingest refuses
 a collection whose record names another book instead of deleting that book's chunks.
+
+A page that cannot be read (not UTF-8, broken front matter, no permission) is gone from the book as far as the index
+goes: its old chunks are deleted (answers from them would quote text the book may no longer hold), and it is left out
+of the snapshot and named in the record's `unreadable`, so every later check finds the book changed, reads the page
+again and says again why it is skipped, until it is fixed or removed.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +87,7 @@ class IngestReport:
     deleted: int = 0
     seconds: float = 0.0
     errors: list[BookFileError] = field(default_factory=list)
+    removed: dict[str, int] = field(default_factory=dict)  # unreadable page -> its passages deleted by this ingest
 
     def summary(self) -> str:
         bad = f", {len(self.errors)} file(s) skipped with errors" if self.errors else ""
@@ -92,11 +99,16 @@ class IngestReport:
     def skipped_lines(self, limit: int | None = None) -> list[str]:
         """`skipped <file>: <reason>` for each file skipped with errors; past `limit` of them, a line counting the
         rest."""
-        lines = [f"skipped {error.source}: {error.reason}" for error in self.errors[:limit]]
+        lines = [f"skipped {error.source}: {error.reason}{self._removal(error.source)}"
+                 for error in self.errors[:limit]]
         if limit is not None and len(self.errors) > limit:
             lines.append(f"... and {len(self.errors) - limit} more file(s) skipped with errors: `python ingest.py "
                          "BOOK_DIR` names them all")
         return lines
+
+    def _removal(self, source: str) -> str:
+        removed = self.removed.get(source)
+        return f"; its {removed} passage(s) indexed before were removed from the index" if removed else ""
 
 
 def read_book(book_dir: Path, settings: Settings) -> tuple[list[Chunk], list[BookFileError], int]:
@@ -163,10 +175,11 @@ class Indexer:
         new = [c for c in chunks if c.id not in indexed]
         changed = {c.id: c.payload() for c in chunks if c.id in indexed and indexed[c.id] != c.payload()}
         report.skipped = len(chunks) - len(new) - len(changed)
-        # A file that failed to parse this time keeps its old chunks: an error is not a deletion.
-        keep_sources = {e.source for e in errors}
         current = {c.id for c in chunks}
-        stale = [i for i, p in indexed.items() if i not in current and p.get("source") not in keep_sources]
+        stale = [i for i in indexed if i not in current]  # an unreadable page's too: its text is no longer known
+        unreadable = sorted({e.source for e in errors})
+        removed = Counter(indexed[i].get("source") for i in stale)
+        report.removed = {source: removed[source] for source in unreadable if removed[source]}
         if (new or changed) and not fresh:
             self._check_space(new + [c for c in chunks if c.id in changed])
         if new or changed or stale:
@@ -183,7 +196,8 @@ class Indexer:
         self.store.delete(stale)
         report.deleted = len(stale)
         self.store.flush()
-        record = {"points": self.store.count(), "book": str(Path(book_dir).resolve()), "files": snapshot.record()}
+        record = {"points": self.store.count(), "book": str(Path(book_dir).resolve()),
+                  "files": snapshot.without(unreadable).record(), "unreadable": unreadable}
         self.store.set_ingest_record(record)  # last: the ingest completed
         report.seconds = time.perf_counter() - started
         log.info("ingest %s into %s: %s", book_dir, self.store.collection, report.summary())

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fcntl
+import json
+import re
 import signal
 import subprocess
 import sys
@@ -113,9 +115,10 @@ def test_recreate_drops_the_collection_and_embeds_everything_again(settings, sma
     assert set(points) == set(book_chunks(settings, small_book))
 
 
-def test_a_file_that_fails_to_parse_keeps_its_old_points_and_is_reported(settings, small_book):
+def test_a_file_that_fails_to_parse_loses_its_old_points_and_is_reported(settings, small_book):
+    """Its old points would answer from text the page may no longer hold (issue 43)."""
     _, before, _ = ingest(settings, small_book)
-    gazebo_before = {i: p for i, p in before.items() if p["source"] == GAZEBO}
+    gazebo_before = [i for i, p in before.items() if p["source"] == GAZEBO]
     (small_book / GAZEBO).write_text("---\ntitle: [broken\n---\n# Gazebo\n\nNew text that must not be indexed.\n")
     launch = small_book / "01-ros2" / "02-launch.md"
     launch.write_text(launch.read_text().replace("at once", "together"))
@@ -124,11 +127,67 @@ def test_a_file_that_fails_to_parse_keeps_its_old_points_and_is_reported(setting
     assert [e.source for e in report.errors] == [GAZEBO]
     assert "1 file(s) skipped with errors" in report.summary()
     assert report.files == 3
-    assert {i: p for i, p in after.items() if p["source"] == GAZEBO} == gazebo_before
+    assert gazebo_before and not any(p["source"] == GAZEBO for p in after.values())
+    assert report.removed == {GAZEBO: len(gazebo_before)}
+    assert report.skipped_lines()[0].endswith(f"; its {len(gazebo_before)} passage(s) indexed before were removed "
+                                              "from the index")
     assert report.embedded == embedder.documents_embedded == 1
     assert not any("must not be indexed" in text for batch in embedder.document_batches for text in batch)
     assert any("together with their parameters" in p["text"] for p in after.values())
     assert not any("at once" in p["text"] for p in after.values())
+
+
+GAZEBO_QUESTION = "What does Gazebo simulate: rigid body physics, gravity, friction?"
+
+
+def resave_as_latin1(page) -> None:
+    """The page saved again by an editor set to Latin-1: no longer UTF-8 (its text gains an accented word)."""
+    page.write_bytes((page.read_text(encoding="utf-8") + "\nA café in the simulated world.\n").encode("latin-1"))
+
+
+def test_a_page_that_stops_being_utf8_loses_its_passages_and_every_refresh_says_why(settings, small_book):
+    """It kept its old chunks: the first ask warned that it was skipped, the second answered from the old text,
+    silently, citing the page (issue 43). Every refresh (ask's, load_program's) reads it again and says so again."""
+    reason = r"not UTF-8 text \(byte \d+\); re-save the file as UTF-8"
+    said = []
+    with BookIndex(settings, small_book, embedder=FakeEmbedder()) as index:
+        index.update(said.append)
+        assert GAZEBO in {p.source for p in index.retriever.search(GAZEBO_QUESTION)}
+        resave_as_latin1(small_book / GAZEBO)
+        said.clear()
+        index.update(said.append)  # the first ask after the edit
+        assert said[0] == f"The book changed since it was indexed (1 file(s): {GAZEBO}): updating the index ..."
+        assert re.fullmatch(f"skipped {GAZEBO}: {reason}; its 2 passage\\(s\\) indexed before were removed from "
+                            "the index", said[-1])
+        for _ in range(2):  # the asks after it: the page is still unreadable
+            assert GAZEBO not in {p.source for p in index.retriever.search(GAZEBO_QUESTION, k=10)}
+            assert index.ingest_state() == "changed"
+            said.clear()
+            index.update(said.append)
+            assert said[0] == f"Reading again the 1 page(s) the last ingest could not read ({GAZEBO}) ..."
+            assert re.fullmatch(f"skipped {GAZEBO}: {reason}", said[-1])
+        page = small_book / GAZEBO
+        page.write_text(page.read_bytes().decode("latin-1"), encoding="utf-8")  # fixed
+        said.clear()
+        index.update(said.append)
+        assert said[0] == f"Reading again the 1 page(s) the last ingest could not read ({GAZEBO}) ..."
+        assert not [line for line in said if line.startswith("skipped")]
+        assert GAZEBO in {p.source for p in index.retriever.search(GAZEBO_QUESTION)}
+        assert index.ingest_state() == "complete"
+
+
+def test_ask_does_not_answer_from_a_page_that_stopped_being_utf8_and_names_it_each_time(tmp_path, small_book):
+    """The issue's reproduction: ingest.py, the page re-saved as Latin-1, then ask.py twice (MiniLM)."""
+    env = clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_BOOK=str(small_book),
+                    BOOKRAG_ARTIFACTS_DIR=str(tmp_path / "artifacts"))
+    assert run_script("ingest.py", small_book, cwd=tmp_path, env=env, timeout=180).returncode == 0
+    resave_as_latin1(small_book / GAZEBO)
+    for _ in range(2):
+        asked = run_script("ask.py", GAZEBO_QUESTION, "--json", cwd=tmp_path, env=env, timeout=180)
+        assert asked.returncode in (0, 1), asked.stderr
+        response = json.loads(asked.stdout)
+        assert GAZEBO not in {c["source"] for c in response["citations"]} | {p["source"] for p in response["passages"]}
+        assert f"skipped {GAZEBO}: not UTF-8 text" in asked.stderr
 
 
 def test_a_store_of_another_dimension_is_a_clear_error(settings, small_book):
@@ -528,4 +587,6 @@ def test_an_update_names_the_files_skipped_with_errors_a_few_then_how_many_more(
         assert said[2:] == named + (rest if bad_pages > 3 else [])
         said.clear()
         index.update(said.append, reread=True)  # evaluate and optimize: the book re-read, unchanged
-        assert said == named + (rest if bad_pages > 3 else [])
+        listed = ", ".join(f"bad-{n}.md" for n in range(1, min(bad_pages, 3) + 1)) + (", ..." if bad_pages > 3 else "")
+        assert said[0] == f"Reading again the {bad_pages} page(s) the last ingest could not read ({listed}) ..."
+        assert said[2:] == named + (rest if bad_pages > 3 else [])
