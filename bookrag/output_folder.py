@@ -10,7 +10,6 @@ own files, which the swap would delete. A symbolic link is followed: the output 
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from bookrag.config import PROJECT_ROOT, Settings, nearest_existing
 from bookrag.errors import BadArgumentError
+from bookrag.json_document import parse_json
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,8 @@ class OutputKind:
 
     def written_by_us(self, folder: Path) -> bool:
         try:
-            document = json.loads((folder / self.marker).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            document = parse_json((folder / self.marker).read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # unreadable, not UTF-8, not JSON or nested too deeply: not ours
             return False
         return isinstance(document, dict) and all(key in document for key in self.keys)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookrag.errors import DatasetError
+from bookrag.json_document import NestedTooDeep, parse_json
 
 COLUMNS = ("id", "question", "answerable", "gold_sources", "key_facts", "reference_answer", "category",
            "history", "selected_text", "split", "style")
@@ -107,9 +108,12 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse_json(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+        except NestedTooDeep:
+            raise DatasetError(f"{path}:{line_no}: JSON nested too deeply to read; a question line nests a few "
+                               "levels at most") from None
         if not isinstance(row, dict):
             raise DatasetError(f"{path}:{line_no}: each line must be a JSON object")
         rows.append((line_no, row))
@@ -172,9 +176,12 @@ def _question(path: Path, line: int, row: dict) -> Question:
             return ()
         if isinstance(value, str):
             try:
-                value = json.loads(value)
+                value = parse_json(value)
             except json.JSONDecodeError:
                 fail(column, f"expected a JSON array like [\"a\", \"b\"], got {value[:60]!r}")
+            except NestedTooDeep:
+                fail(column, f"expected a JSON array like [\"a\", \"b\"], got one nested too deeply to read "
+                             f"({value[:20]!r}...)")
         if not isinstance(value, list):
             fail(column, f"expected a JSON array, got {type(value).__name__}")
         return tuple(value)

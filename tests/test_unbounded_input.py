@@ -1,6 +1,6 @@
 """Work bounded whatever the input's size: a long question is cut once for every path to an answer (ask, evaluate,
-optimize all go through `BookRAG.forward`), reading a question's names is linear in its length, and a book's long
-heading is shown cut."""
+optimize all go through `BookRAG.forward`), reading a question's names is linear in its length, a book's long
+heading is shown cut, and JSON nested deeper than Python reads is an error naming the file, not exit 70."""
 
 from __future__ import annotations
 
@@ -8,14 +8,21 @@ import json
 import time
 
 import dspy
+import pytest
 
-from bookrag.questions import Question
+from bookrag.config import Settings
+from bookrag.errors import BadArgumentError, DatasetError
+from bookrag.output_folder import OutputFolder
+from bookrag.questions import Question, load_questions
+from programs.compile.artifact import ARTIFACT_OUTPUT
+from programs.evaluate.report_files import REPORT_OUTPUT
 from programs.evaluate.reports import question_row
 from programs.rag.book_rag import BookRAG
 from programs.rag.bounded_question import MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from programs.rag.response import MAX_TITLE_CHARS, Response
 from programs.text.query_terms import name_terms
 from retrievers.passage import Passage
+from train_reader import READER_OUTPUT
 
 
 def test_evaluate_cuts_a_long_question_before_searching_as_ask_does(small_index, fake_embedder):
@@ -54,3 +61,44 @@ def test_a_long_heading_is_cited_cut_to_200_characters_with_an_ellipsis():
     assert citation.title == citation.heading == heading[: MAX_TITLE_CHARS - 1] + "…"
     assert response.passages[0]["heading"] == citation.heading
     assert len(json.dumps(response.to_dict())) < 2_000
+
+
+# -- JSON nested deeper than Python's reader goes: RecursionError, which the CLIs report as a bug (exit 70) ------
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("kind", [REPORT_OUTPUT, ARTIFACT_OUTPUT, READER_OUTPUT], ids=lambda kind: kind.name.replace(" ", "-"))
+def test_an_out_folder_whose_marker_file_is_nested_200000_deep_is_refused_not_a_crash(tmp_path, kind):
+    """evaluate's report.json, optimize's and train_reader's manifest.json: the claim of --out read it whole."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / kind.marker).write_text(nested(200_000))
+    with pytest.raises(BadArgumentError) as caught:
+        OutputFolder(folder, kind).claim(Settings(book_dir=tmp_path / "book", data_dir=tmp_path / "data"))
+    assert caught.value.exit_code == 4
+    assert f"--out {folder} holds files that are not a bookrag {kind.name} (no {kind.marker} of ours)" \
+        in str(caught.value)
+    assert (folder / kind.marker).read_text() == nested(200_000)
+
+
+def test_a_jsonl_question_line_nested_200000_deep_is_a_question_file_error_naming_the_line(tmp_path):
+    path = tmp_path / "questions.jsonl"
+    path.write_text(json.dumps({"id": "q1", "question": "What is a node?", "answerable": True}) + "\n"
+                    + nested(200_000) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_questions(path)
+    assert caught.value.exit_code == 4
+    assert str(caught.value) == f"{path}:2: JSON nested too deeply to read; a question line nests a few levels at most"
+
+
+@pytest.mark.parametrize("column", ["history", "key_facts"])
+def test_a_csv_cell_nested_50000_deep_is_a_question_file_error_naming_the_cell(tmp_path, column):
+    path = tmp_path / "questions.csv"
+    path.write_text(f"id,question,answerable,{column}\nq1,What is a node?,true,{nested(50_000)}\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_questions(path)
+    assert caught.value.exit_code == 4
+    assert str(caught.value).startswith(f"{path}:2: column {column!r}: expected a JSON array like [\"a\", \"b\"], got "
+                                        "one nested too deeply to read ('[[[[")
