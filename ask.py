@@ -218,9 +218,10 @@ def show(response, args) -> None:
 
 
 def place(section) -> str:
-    """A citation's or a nearest section's title and heading, as one line."""
-    title, heading = section.title, section.heading
-    return heading if heading.startswith(title) else " › ".join(filter(None, (title, heading)))
+    """A citation's or a nearest section's title and heading, as one line; its file where both are blank (an index
+    made before blank titles were read as none holds them)."""
+    title, heading = section.title.strip(), section.heading.strip()
+    return (heading if heading.startswith(title) else " › ".join(filter(None, (title, heading)))) or section.source
 
 
 def stdout_console():

@@ -334,6 +334,17 @@ def test_a_refusal_about_the_book_shows_its_closest_sections(capsys):
     assert "Closest sections" not in capsys.readouterr().out  # off-topic: the bare line
 
 
+def test_a_blank_title_and_heading_show_the_file_instead(capsys):
+    """A page titled `title: " "` showed its closest section and its citation as a blank label."""
+    blank = Section("  ", "  ", "/docs/notes", "notes.md", "", 0.3)
+    ask.show(Response(answer=REFUSAL_MESSAGE, query="q", is_refusal=True, refusal_reason="gate", mode="refused",
+                      nearest=[blank]), args())
+    ask.show(Response(answer="1.4 m", query="q", citations=[Citation("  ", "", "/docs/notes", "notes.md", "", "c1", 0.5)]),
+             args())
+    out = capsys.readouterr().out
+    assert "  - notes.md  (score 0.300)" in out and "  1. notes.md  (score 0.500)" in out
+
+
 def test_json_carries_the_closest_sections_as_nearest(capsys):
     ask.show(pointing_refusal(), args(json=True))
     data = json.loads(capsys.readouterr().out)

@@ -65,6 +65,19 @@ def test_first_h1_then_file_name_are_the_title_fallbacks(tmp_path):
     assert bare.title == "Getting started"
 
 
+@pytest.mark.parametrize("front, title", [
+    ('title: "  "\nsidebar_label: Sidebar Name', "Sidebar Name"),
+    ('title: "  "', "First Level One"),
+    ('title: "  "\nsidebar_label: "\t"', "First Level One"),
+])
+def test_a_blank_title_is_no_title(tmp_path, front, title):
+    """A front matter title of spaces was the page's title: its citations and closest sections showed a blank
+    label."""
+    page = parse(tmp_path, "x.md", f"---\n{front}\n---\n# First Level One\n\nText.\n\n## Part\n\nMore.\n")
+    assert page.title == title
+    assert all(path[0].strip() for path in (s.heading_path for s in page.sections))
+
+
 def test_url_strips_number_prefixes_from_folders_and_files(tmp_path):
     page = parse(tmp_path, "01-ros2/02-nodes-and-topics.md", "Text.\n")
     assert page.url == "/docs/ros2/nodes-and-topics"

@@ -38,12 +38,13 @@ class Page:
 
 
 def page_title(front: dict, lines: list[str], toc_title: str | None, source: str) -> str:
-    """Front matter, else the first H1, else the table of contents, else the first heading, else the file name."""
+    """Front matter, else the first H1, else the table of contents, else the first heading, else the file name. A
+    blank one (`title: " "`) is none: citations would show a blank label."""
     headings = [m for m in map(HEADING.match, outside_fences(lines)) if m]
     first_h1 = next((heading(m.group(2))[0] for m in headings if len(m.group(1)) == 1), None)
     first_heading = heading(headings[0].group(2))[0] if headings else None
-    chosen = front.get("title") or front.get("sidebar_label") or first_h1 or toc_title or first_heading
-    return str(chosen or _humanize(PurePosixPath(source).stem))
+    candidates = (front.get("title"), front.get("sidebar_label"), first_h1, toc_title, first_heading)
+    return next((str(c).strip() for c in candidates if c and str(c).strip()), _humanize(PurePosixPath(source).stem))
 
 
 def split_sections(lines: list[str], title: str) -> list[Section]:
