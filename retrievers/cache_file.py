@@ -58,6 +58,11 @@ class CacheFile:
     def _decode(self, stored):
         return stored
 
+    def _usable(self, stored) -> bool:
+        """Whether a stored value may be served; one that may not (cached before its kind of reply was checked) is
+        computed again and replaced."""
+        return True
+
     def _values(self, keys: list[str], inputs: list, compute: Callable[[list], list]) -> list:
         """The value of each key: read from the file, or computed from its input (`compute`, one call for all the
         missing ones) and written to it."""
@@ -76,8 +81,7 @@ class CacheFile:
                 batch = keys[start : start + 500]
                 marks = ",".join("?" * len(batch))
                 rows = self._db.execute(f"SELECT key, {self.column} FROM {self.table} WHERE key IN ({marks})", batch)
-                for key, stored in rows:
-                    found[key] = self._decode(stored)
+                found.update({key: self._decode(stored) for key, stored in rows if self._usable(stored)})
         return found
 
     def _store(self, pairs: list[tuple[str, object]]) -> None:

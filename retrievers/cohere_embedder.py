@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 
 import httpx
+import numpy as np
 
 from bookrag.config import Secret
 from bookrag.errors import ConfigError, EmbeddingError
 from retrievers.cohere_calls import CohereCalls
 
 BATCH_SIZE = 96  # the API's limit of texts per call
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # the index and the cache keep 32-bit numbers
 
 
 class CohereEmbedder:
@@ -53,20 +56,32 @@ class CohereEmbedder:
             response = self._calls.client.embed(
                 texts=texts, model=self.model_id, input_type=input_type, embedding_types=["float"]
             )
-            embeddings = getattr(response, "embeddings", None)
-            if embeddings is None:
-                raise self._calls.malformed("JSON without embeddings")
-            return self._checked(embeddings.float_, len(texts))
+            return self._checked(getattr(response, "embeddings", None), len(texts))
 
         return self._calls.call(request)
 
-    def _checked(self, vectors: list[list[float]] | None, count: int) -> list[list[float]]:
-        """Vectors that fit the collection, or an error (another COHERE_MODEL may give other sizes)."""
-        vectors = vectors or []
+    def _checked(self, embeddings, count: int) -> list[list[float]]:
+        """The reply's vectors, once the whole reply is checked: vectors that do not fit the collection (another
+        COHERE_MODEL may give other sizes) or hold what is no finite number (a NaN drops its chunk out of every
+        search by meaning) reach neither the index nor the cache."""
+        if embeddings is None:
+            raise self._calls.malformed("JSON without embeddings")
+        vectors = embeddings.float_ or []
         if len(vectors) != count or any(len(vector) != self.dim for vector in vectors):
             sizes = sorted({len(vector) for vector in vectors})
             raise EmbeddingError(
                 f"Cohere model {self.model_id!r} returned {len(vectors)} vectors of size {sizes} "
                 f"for {count} texts; bookrag needs {self.dim}-dimensional vectors (embed-english-v3.0)"
             )
+        bad = next(((i, position, value) for i, vector in enumerate(vectors) for position, value in enumerate(vector)
+                    if not _finite_32_bit(value)), None)
+        if bad:
+            i, position, value = bad
+            raise self._calls.malformed(f"JSON whose vector {i} holds {json.dumps(value, default=str)} at position "
+                                        f"{position} (not a finite 32-bit number)")
         return vectors
+
+
+def _finite_32_bit(value) -> bool:
+    """A finite number within a 32-bit float's range (JSON's `true` is no number; NaN compares false)."""
+    return type(value) in (int, float) and abs(value) <= FLOAT32_MAX

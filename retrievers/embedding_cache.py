@@ -27,6 +27,10 @@ class CachedEmbedder(CacheFile):
     def _decode(self, blob: bytes) -> list[float]:
         return np.frombuffer(blob, dtype=np.float32).tolist()
 
+    def _usable(self, blob: bytes) -> bool:
+        """Not a vector holding NaN or an infinity, as bookrag cached Cohere's replies before it checked them."""
+        return bool(np.isfinite(np.frombuffer(blob, dtype=np.float32)).all())
+
     def _embed(self, kind: str, texts: list[str], compute) -> list[list[float]]:
         return self._values([self._key(kind, t) for t in texts], texts, compute)
 

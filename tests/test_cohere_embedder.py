@@ -15,9 +15,10 @@ import pytest
 from conftest import SMALL_BOOK, clean_env, run_script, write_book
 
 from bookrag.config import Secret, Settings
-from bookrag.errors import ConfigError, EmbeddingError
+from bookrag.errors import ConfigError, EmbeddingError, ExitCode
 from retrievers.cohere_embedder import CohereEmbedder
 from retrievers.embedder import make_embedder
+from retrievers.embedding_cache import CachedEmbedder
 
 KEY = "co-test-key-4f9a1c"  # distinctive, so a leak anywhere is easy to spot
 INPUT_TYPES = {"search_document", "search_query", "classification", "clustering", "image"}
@@ -286,6 +287,44 @@ def test_a_malformed_reply_is_reported_as_one_not_as_a_wrong_cohere_model(reply)
     assert "COHERE_MODEL" not in str(caught.value)
 
 
+@pytest.mark.parametrize("value, shown", [(float("nan"), "NaN"), (float("inf"), "Infinity"),
+                                          (float("-inf"), "-Infinity"), (1e39, "1e+39"), ("0.5", '"0.5"'),
+                                          (True, "true"), (None, "null")],
+                         ids=["nan", "infinity", "minus-infinity", "beyond-32-bits", "string", "true", "null"])
+def test_a_vector_holding_what_is_no_finite_number_is_refused_and_not_cached(tmp_path, value, shown):
+    """A NaN would be stored in the index (where that chunk drops out of every search by meaning) and in the cache
+    (where it outlives `ingest.py --recreate`); 1e39 is infinite once stored in 32 bits."""
+    texts = ["a chunk", "another chunk"]
+    vectors = [fake_vector(text) for text in texts]
+    vectors[1][5] = value
+    fake = FakeCohere([embed_reply(vectors, texts)])
+    cache = CachedEmbedder(cohere_embedder(fake), tmp_path / "cache.sqlite")
+    with pytest.raises(EmbeddingError, match=re.escape(f"JSON whose vector 1 holds {shown} at position 5 (not a "
+                                                       "finite 32-bit number), not the embed JSON")) as caught:
+        cache.embed_documents(texts)
+    assert caught.value.exit_code == ExitCode.RUNTIME
+    assert cache.embed_documents(texts) == [fake_vector(text) for text in texts]  # the service recovered
+    assert len(fake.requests) == 2  # nothing of the refused reply was cached
+
+
+class UncheckedCohere:
+    """Cohere's embedder as it was before its replies were checked: what it returned went into the cache."""
+
+    name, model_id, dim = CohereEmbedder.name, "embed-english-v3.0", CohereEmbedder.dim
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float("nan")] * self.dim for _ in texts]
+
+
+def test_a_nan_vector_an_older_bookrag_cached_is_not_served_but_asked_for_again(tmp_path):
+    CachedEmbedder(UncheckedCohere(), tmp_path / "cache.sqlite").embed_documents(["a chunk"])
+    fake = FakeCohere()
+    cache = CachedEmbedder(cohere_embedder(fake), tmp_path / "cache.sqlite")
+    assert cache.embed_documents(["a chunk"]) == [fake_vector("a chunk")]
+    assert cache.embed_documents(["a chunk"]) == [fake_vector("a chunk")]
+    assert len(fake.requests) == 1  # asked once, then served the vector that replaced the NaN one
+
+
 def gateway_pages_echoing_the_key() -> list[tuple[int, str]]:
     """Non-JSON 200 bodies (a gateway's page) echoing KEY after 0 to 299 characters, so that whatever length an
     error message quotes, some page's key straddles the cut."""
@@ -339,3 +378,17 @@ def test_an_artifact_of_another_embedder_is_refused_before_anything_is_embedded(
     assert "compiled with the minilm384 embedder but cohere1024 is configured" in result.stderr
     assert "BOOKRAG_EMBEDDER" in result.stderr
     assert cohere_server.fake.requests == []  # not one text of the book was sent to Cohere
+
+
+def test_ingest_refuses_a_nan_vector_and_the_next_ingest_asks_cohere_again(tmp_path, cohere_server):
+    book = write_book(tmp_path / "book", SMALL_BOOK)
+    vectors = [[0.5] * 1024 for _ in range(7)]  # the small book's 7 chunks
+    vectors[3][0] = float("nan")
+    cohere_server.fake.failures = [embed_reply(vectors, ["?"] * 7)]
+    result = run_script("ingest.py", book, cwd=tmp_path, env=cohere_env(tmp_path, cohere_server))
+    assert result.returncode == 3, result.stderr
+    assert "JSON whose vector 3 holds NaN at position 0 (not a finite 32-bit number)" in result.stderr
+    again = run_script("ingest.py", "--recreate", book, cwd=tmp_path, env=cohere_env(tmp_path, cohere_server))
+    assert again.returncode == 0, again.stderr
+    assert re.search(r"chunks 7, embedded 7", again.stdout)
+    assert len(cohere_server.fake.requests) == 2
