@@ -29,7 +29,7 @@ from bookrag.cli import (
     user_path,
 )
 from bookrag.config import BUNDLED_BOOK, DEFAULT_TOP_K, MAX_TOP_K, ExpandMode
-from bookrag.errors import BadArgumentError, BookragError, ExitCode
+from bookrag.errors import BookragError, ExitCode
 from bookrag.terminal_text import printable, undecodable
 from programs.rag.live_answer import LiveAnswer
 
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings(book_dir=book, lm=args.lm, top_k=args.top_k, expand=args.expand, answer_mode=args.answer_mode)
     program = open_program(settings, book_dir=settings.book_dir, artifact=args.program, announce=notice)
     if args.module:
-        check_module(program.index, args.module)
+        program.index.retriever.check_module(args.module, "--module", str(program.index.book_dir))
     if args.validate:
         return validate(program, args)
     if args.question and not args.chat:
@@ -101,15 +101,6 @@ def main(argv: list[str] | None = None) -> int:
         show(response, args)
         return ExitCode.REFUSED if response.is_refusal else ExitCode.OK
     return chat(program, args)
-
-
-def check_module(index, module: str) -> None:
-    """A --module the book does not have is a bad argument naming the modules it has (searched, it would only
-    find nothing and refuse)."""
-    modules = sorted({hit.payload.get("module", "") for hit in index.store.scan()} - {""})
-    if module not in modules:
-        raise BadArgumentError(f"--module {module!r} is not a module of {index.book_dir}; its modules: "
-                               f"{', '.join(modules) or 'none'} (named as in citations)")
 
 
 def chat(program, args) -> int:

@@ -8,7 +8,7 @@ import logging
 import threading
 
 from bookrag.config import DEFAULT_SEARCH_MODE, DEFAULT_TOP_K, SEARCH_MODES, SearchMode
-from bookrag.errors import RetrievalError, StoreError
+from bookrag.errors import BadArgumentError, RetrievalError, StoreError
 from retrievers.bm25 import Bm25Encoder
 from retrievers.embedder import Embedder
 from retrievers.passage import Passage, rank_key
@@ -84,6 +84,15 @@ class QdrantRetriever:
             query, mode, k, module, [(p.id, round(p.score, 4)) for p in passages],
         )
         return passages
+
+    def check_module(self, module: str, named: str = "module", book: str = "the book") -> None:
+        """A module the book does not have is a bad argument naming the modules it has: searched, it would only find
+        nothing and refuse. `named`: how the caller's user wrote it (`--module`)."""
+        with self._lock:
+            modules = sorted({hit.payload.get("module", "") for hit in self.store.scan()} - {""})
+        if module not in modules:
+            raise BadArgumentError(f"{named} {module!r} is not a module of {book}; its modules: "
+                                   f"{', '.join(modules) or 'none'} (named as in citations)")
 
     def reranked(self, query: str, passages: list[Passage], k: int) -> list[Passage]:
         """The reranker's top k of `passages`, its relevance the ranking `score` of each (and its `rerank_score`)."""

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_book_rag import SOURCES, generated, hosted_lm, index, make  # noqa: F401  (fixtures: the tiny book)
 
+from bookrag.errors import BadArgumentError
 from programs.rag.async_predict import has_async_path
 
 OFF_TOPIC = "What is the capital of France?"  # no passage is near it: the gate refuses, no LM call
@@ -155,6 +156,22 @@ def test_ask_async_checks_its_arguments_as_ask_does(make):  # noqa: F811
         asyncio.run(program.ask_async("  "))
     with pytest.raises(ValueError, match="top_k must be between 1 and 50"):
         asyncio.run(program.ask_async("How tall is Quillon the teaching robot?", top_k=0))
+
+
+def test_ask_and_ask_async_refuse_a_module_the_book_lacks_naming_its_modules(make):  # noqa: F811
+    """`rag.ask(..., module="nope")` refused quietly, as if the book did not cover the question; ask.py exits 4."""
+    lm, engine = dummy_lm()
+    program = make(lm=lm)
+    question = "How tall is Quillon the teaching robot?"
+    named = r"module 'nope' is not a module of the book; its modules: general, ros2, sim \(named as in citations\)"
+    with pytest.raises(BadArgumentError, match=named) as raised:
+        program.ask(question, module="nope")
+    assert raised.value.exit_code == 4
+    with pytest.raises(BadArgumentError, match=named):
+        asyncio.run(program.ask_async(question, module="nope"))
+    assert engine.on_loop == []  # nothing was asked of the LM
+    assert program.ask(question, module="general").answer == asyncio.run(
+        program.ask_async(question, module="general")).answer == "The book says 1.4 m tall."
 
 
 def test_ask_async_streams_the_answer_as_it_is_written(make, hosted_lm):  # noqa: F811

@@ -3,6 +3,7 @@ checked `Response` out. `BookRAG` has them through this class."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -23,6 +24,7 @@ class AskAPI:
         """The answer to `query`, checked. `on_answer_text` receives the LM's answer piece by piece as it is
         written: a draft, which the returned Response replaces (the checks may refuse it)."""
         inputs = program_inputs(query, top_k, module, history, selected_text)
+        self.check_module(module)
         started = time.perf_counter()
         with dspy.context(track_usage=True):
             if on_answer_text is None:
@@ -36,6 +38,8 @@ class AskAPI:
                         on_answer_text: Callable[[str], None] | None = None) -> Response:
         """`ask` on an event loop: the program's `acall`, so the LM is awaited through DSPy's async path."""
         inputs = program_inputs(query, top_k, module, history, selected_text)
+        if module is not None:
+            await asyncio.to_thread(self.check_module, module)  # a scan of the store: not on the loop
         started = time.perf_counter()
         with dspy.context(track_usage=True):
             if on_answer_text is None:
@@ -43,6 +47,12 @@ class AskAPI:
             else:
                 pred = await astream_answer(self, self.generate.predict, on_answer_text, **inputs)
         return Response.from_prediction(pred, inputs["question"], history=history, started=started)
+
+    def check_module(self, module: str | None) -> None:
+        """`module` must be one of the book's (BadArgumentError naming them, as ask.py's --module): searched, an
+        unknown one would find nothing, and the question would be refused as if the book did not cover it."""
+        if module is not None and self.retriever is not None:
+            self.retriever.check_module(module)
 
 
 def program_inputs(query: str, top_k: int | None, module: str | None, history, selected_text: str | None) -> dict:
