@@ -3,7 +3,7 @@ retried, and never showing the API key."""
 
 from __future__ import annotations
 
-import math
+import json
 import time
 from collections.abc import Callable
 
@@ -12,6 +12,7 @@ import httpx
 from bookrag.config import Secret
 from bookrag.errors import ConfigError, RetrievalError
 from retrievers.cohere_calls import CohereCalls
+from retrievers.reranker import is_relevance
 
 BATCH_SIZE = 1000  # Cohere's advice: no more documents than this in one request
 
@@ -54,9 +55,28 @@ class CohereReranker:
         return self._calls.call(request)
 
     def _in_order(self, results, count: int) -> list[float]:
-        """The results' scores in the texts' order (Cohere lists them best first, each with its text's index)."""
-        scores = {result.index: result.relevance_score for result in results}
-        numbers = all(isinstance(s, int | float) and math.isfinite(s) for s in scores.values())
-        if sorted(scores) != list(range(count)) or not numbers:
-            raise self._calls.malformed(f"JSON with scores for {len(scores)} of {count} documents")
-        return [scores[i] for i in range(count)]
+        """The results' scores in the texts' order (Cohere lists them best first, each with its text's index), once
+        the whole reply is checked: a score out of 0..1 would rank the passages (a negative one upside down), weigh in
+        the refusal gate, and stay in the cache after the fault is gone."""
+        problem = self._problem(results, count)
+        if problem:
+            raise self._calls.malformed(f"JSON whose {problem}")
+        return [score for _, score in sorted((result.index, result.relevance_score) for result in results)]
+
+    def _problem(self, results, count: int) -> str | None:
+        """What is wrong with the results for `count` texts, if anything: each text's index once, with a relevance."""
+        seen = set()
+        for n, result in enumerate(results):
+            index, score = getattr(result, "index", None), getattr(result, "relevance_score", None)
+            if type(index) is not int or not 0 <= index < count:
+                return f"result {n} has index {self._shown(index)} ({count} documents were sent: 0 to {count - 1})"
+            if index in seen:
+                return f"result {n} has index {index} again"
+            seen.add(index)
+            if not is_relevance(score):
+                return f"result for document {index} has relevance_score {self._shown(score)} (a relevance is 0 to 1)"
+        return None if len(results) == count else f"{len(results)} results for {count} documents"
+
+    def _shown(self, value) -> str:
+        """A value of the reply as its JSON wrote it (`true`, `NaN`, `"0.9"`), keyless and short."""
+        return self._calls.excerpt(json.dumps(value, default=str))

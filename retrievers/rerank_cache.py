@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from retrievers.cache_file import CacheFile, digest
-from retrievers.reranker import Reranker
+from retrievers.reranker import Reranker, is_relevance
 
 
 class CachedReranker(CacheFile):
@@ -20,3 +20,7 @@ class CachedReranker(CacheFile):
     def scores(self, query: str, texts: list[str]) -> list[float]:
         keys = [f"{self.model_id}|{digest(query)}|{digest(text)}" for text in texts]
         return self._values(keys, texts, lambda missing: self.inner.scores(query, missing))
+
+    def _usable(self, score: float) -> bool:
+        """Not a score out of 0..1, as bookrag cached Cohere's replies before it checked them."""
+        return is_relevance(score)

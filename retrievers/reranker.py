@@ -15,6 +15,12 @@ class Reranker(Protocol):
         ...
 
 
+def is_relevance(score) -> bool:
+    """Whether `score` is what a reranker gives: a relevance from 0 to 1 (JSON's `true` is none; NaN compares
+    false)."""
+    return type(score) in (int, float) and 0 <= score <= 1
+
+
 def make_reranker(settings: Settings, cached: bool = True) -> Reranker | None:
     """The configured reranker (None: `BOOKRAG_RERANKER=none`, or `auto` without a Cohere key), wrapped in the
     on-disk cache unless `cached=False`."""

@@ -24,7 +24,7 @@ from test_cohere_embedder import (  # noqa: F401 (cohere_server: rerank_server's
 )
 
 from bookrag.config import Secret, Settings
-from bookrag.errors import ConfigError, RetrievalError
+from bookrag.errors import ConfigError, ExitCode, RetrievalError
 from bookrag.questions import Question
 from programs.rag.book_rag import BookRAG
 from programs.refusal.calibration import calibrate_gate
@@ -158,6 +158,70 @@ def test_a_reply_without_every_documents_score_is_malformed(results):
     reranker = CohereReranker(Secret(KEY), httpx_client=httpx.Client(transport=httpx.MockTransport(reply)))
     with pytest.raises(RetrievalError, match="not the rerank JSON it documents"):
         reranker.scores("node", ["a node", "a topic"])
+
+
+QUESTION, TEXTS = "What is a node?", ["Gazebo simulates physics.", "A node is a process.", "Launch files start nodes."]
+
+
+def rerank_reply(results: list[dict]) -> dict:
+    """Cohere's v2 rerank reply carrying `results`."""
+    return {"id": str(uuid.uuid4()), "results": results,
+            "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}}}
+
+
+def scored(score) -> list[dict]:
+    """Every text of TEXTS given the score `score(its right score)`, in Cohere's order (the right one's best first)."""
+    ranked = sorted(range(len(TEXTS)), key=lambda i: -relevance(QUESTION, TEXTS[i]))
+    return [{"index": i, "relevance_score": score(relevance(QUESTION, TEXTS[i]))} for i in ranked]
+
+
+def indexed(*indexes) -> list[dict]:
+    return [{"index": i, "relevance_score": 0.5} for i in indexes]
+
+
+@pytest.mark.parametrize("results, problem", [
+    (scored(lambda s: -s), "result for document 1 has relevance_score -0.745"),  # the ranking upside down
+    (scored(lambda s: s + 1), "result for document 1 has relevance_score 1.745"),
+    (scored(lambda s: 1e300), "result for document 1 has relevance_score 1e+300"),
+    (scored(lambda s: float("nan")), "result for document 1 has relevance_score NaN"),
+    (scored(lambda s: float("inf")), "result for document 1 has relevance_score Infinity"),
+    (scored(lambda s: str(s)), 'result for document 1 has relevance_score "0.745"'),
+    (scored(lambda s: True), "result for document 1 has relevance_score true"),
+    (indexed(1, 3, 0), "result 1 has index 3 (3 documents were sent: 0 to 2)"),
+    (indexed(1, -1, 0), "result 1 has index -1 (3 documents were sent: 0 to 2)"),
+    (indexed(1, 0, 2, 0), "result 3 has index 0 again"),
+    (indexed(1, 0), "2 results for 3 documents"),
+], ids=["negative", "above-1", "1e300", "nan", "infinity", "string", "true", "index-3", "index-minus-1",
+        "index-twice", "one-missing"])
+def test_a_reply_with_a_score_out_of_0_to_1_or_a_bad_index_is_refused_naming_it_and_not_cached(tmp_path, results,
+                                                                                                problem):
+    """A score is a relevance from 0 to 1 (Cohere's documented range, and the one the refusal gate was fitted on):
+    anything else would rank the passages, and stay cached after the service recovered."""
+    fake = FakeCohereRerank([rerank_reply(results)])
+    cache = CachedReranker(cohere_reranker(fake), tmp_path / "cache.sqlite")
+    with pytest.raises(RetrievalError, match=re.escape(f"rerank request was JSON whose {problem}")) as caught:
+        cache.scores(QUESTION, TEXTS)
+    assert caught.value.exit_code == ExitCode.RUNTIME
+    assert cache.scores(QUESTION, TEXTS) == [relevance(QUESTION, text) for text in TEXTS]  # the service recovered
+    assert len(fake.reranks) == 2  # nothing of the refused reply was cached
+
+
+class UncheckedCohere:
+    """Cohere's reranker as it was before its replies were checked: what it returned went into the cache."""
+
+    kind, model_id = "cohere", "rerank-v3.5"
+
+    def scores(self, query: str, texts: list[str]) -> list[float]:
+        return [1e300] * len(texts)
+
+
+def test_a_score_out_of_0_to_1_an_older_bookrag_cached_is_not_served_but_asked_for_again(tmp_path):
+    CachedReranker(UncheckedCohere(), tmp_path / "cache.sqlite").scores(QUESTION, TEXTS)
+    fake = FakeCohereRerank()
+    cache = CachedReranker(cohere_reranker(fake), tmp_path / "cache.sqlite")
+    assert cache.scores(QUESTION, TEXTS) == [relevance(QUESTION, text) for text in TEXTS]
+    assert cache.scores(QUESTION, TEXTS) == [relevance(QUESTION, text) for text in TEXTS]
+    assert len(fake.reranks) == 1  # asked once, then served the scores that replaced the 1e300 ones
 
 
 @pytest.mark.parametrize("failures", [[401], [400], [429] * 3, [httpx.ConnectError] * 3],
