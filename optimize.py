@@ -30,6 +30,7 @@ from bookrag.errors import DatasetError, ExitCode
 def main(argv: list[str] | None = None) -> int:
     from bookrag.output_folder import OutputFolder
     from programs.compile.artifact import ARTIFACT_OUTPUT, MAX_DEMOS
+    from programs.compile.optimizers import answer_mode_conflict
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -37,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--max-demos must be from 0 to {MAX_DEMOS}, and --threads and --epochs at least 1")
     setup_logging(args.verbose)
     settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
+    if conflict := answer_mode_conflict(args.optimizer, settings.answer_mode):
+        given = "--answer-mode " if args.answer_mode else "BOOKRAG_ANSWER_MODE="
+        parser.error(f"--optimizer {args.optimizer} with {given}{settings.answer_mode}: {conflict}; answer in "
+                     "generated mode (--answer-mode generated), or choose another --optimizer")
     out = args.out or settings.artifacts_dir / book_name(settings.book_dir)
     named = "--out" if args.out else "the artifact folder under BOOKRAG_ARTIFACTS_DIR"
     OutputFolder(out, ARTIFACT_OUTPUT, named).claim(settings)  # a folder we may not replace fails now, not after the run

@@ -320,6 +320,21 @@ def test_optimize_bad_arguments_exit_4(tmp_path, args, message):
     assert done.returncode == 4 and message in done.stderr
 
 
+@pytest.mark.parametrize("answer_mode, env, given", [
+    (["--answer-mode", "extractive"], {}, "--answer-mode extractive"),
+    ([], {"BOOKRAG_ANSWER_MODE": "extractive"}, "BOOKRAG_ANSWER_MODE=extractive"),
+])
+def test_finetune_for_extractive_answers_exits_4_before_any_work(tmp_path, answer_mode, env, given):
+    """It loaded the model and began the training path, for a reader that would never answer."""
+    out = tmp_path / "out"
+    done = run_script("optimize.py", "--optimizer", "finetune", *answer_mode, "--out", out, cwd=tmp_path,
+                      env=clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "d"), **env), timeout=60)
+    assert done.returncode == 4, done.stderr
+    assert f"--optimizer finetune with {given}: the finetune optimizer trains the reader" in done.stderr
+    assert "--answer-mode generated" in done.stderr and "another --optimizer" in done.stderr  # the fixes
+    assert not out.exists() and not (tmp_path / "d").exists()  # before --out is claimed or anything is read
+
+
 def test_optimize_with_a_question_file_lacking_a_dev_split_exits_4(tmp_path):
     from conftest import SMALL_BOOK
 

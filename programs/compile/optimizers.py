@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 import dspy
 from dspy.teleprompt import GEPA, BootstrapFewShot, BootstrapFewShotWithRandomSearch, LabeledFewShot, MIPROv2
 
-from bookrag.config import REFUSAL_MESSAGE
+from bookrag.config import REFUSAL_MESSAGE, AnswerMode
 from bookrag.questions import Question
 from programs.evaluate.metrics import combined_score, feedback_score
 from programs.rag.book_rag import format_history
@@ -37,6 +37,14 @@ class OptimizerSettings:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def answer_mode_conflict(optimizer: str, answer_mode: str) -> str | None:
+    """Why `optimizer` would compile nothing a program answering in `answer_mode` uses; None when it would."""
+    if optimizer == "finetune" and answer_mode == AnswerMode.EXTRACTIVE:
+        return ("the finetune optimizer trains the reader that writes generated answers, and extractive answers are "
+                "the book's own sentences: the trained reader would never answer")
+    return None
 
 
 def compile_predictors(program, settings: OptimizerSettings, train: list[Question], dev: list[Question],
