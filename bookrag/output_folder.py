@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bookrag.atomic_file import restore_folder
 from bookrag.config import PROJECT_ROOT, Settings, nearest_existing
 from bookrag.errors import BadArgumentError
 from bookrag.json_document import parse_json
@@ -64,8 +65,9 @@ class OutputFolder:
 
     def check_replaceable(self) -> None:
         """A new or empty folder, or one holding our output (and, for a whole-folder output, nothing else); never
-        a file or someone else's folder."""
+        a file or someone else's folder. A swap of ours that a kill interrupted is repaired first."""
         folder = self.target
+        restore_folder(folder)
         if not folder.exists():
             return
         if not folder.is_dir():

@@ -196,6 +196,14 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def killed_between_renames(folder: Path) -> None:
+    """Leave `folder` as a folder swap killed between its two renames does: moved aside, its successor staged."""
+    from bookrag.atomic_file import FolderSwap
+
+    swap = FolderSwap.begin(folder)
+    folder.rename(swap.old)
+
+
 def run_script(script: str, *args: str, cwd: Path, env: dict[str, str], timeout: float = 60):
     """Run one of the project's CLI scripts (ingest.py, evaluate.py) in a fresh interpreter."""
     return subprocess.run(

@@ -9,9 +9,10 @@ import sys
 import textwrap
 
 import pytest
-from conftest import PROJECT_ROOT, FakeEmbedder
+from conftest import PROJECT_ROOT, FakeEmbedder, killed_between_renames
 from dspy.utils import DummyLM
 
+from bookrag.atomic_file import FolderSwap
 from bookrag.errors import ArtifactError
 from programs.compile.artifact import (
     MANIFEST_FILE,
@@ -73,10 +74,9 @@ def test_a_write_killed_mid_save_leaves_the_previous_artifact_intact(artifact):
 
 def test_a_write_killed_between_its_renames_is_restored_on_read(artifact):
     """The one window where the folder is absent: the old copy is moved aside and the new one not yet in."""
-    aside = artifact.with_name(f".{artifact.name}.old-deadbeef")
-    artifact.rename(aside)
+    killed_between_renames(artifact)
     assert read_manifest(artifact)["lm"] == "local"
-    assert artifact.is_dir() and not aside.exists()
+    assert artifact.is_dir() and [p.name for p in artifact.parent.iterdir()] == [artifact.name]
 
 
 def test_rewriting_replaces_the_artifact_and_leaves_no_staging_folders(small_index, artifact):
@@ -89,7 +89,8 @@ def test_rewriting_replaces_the_artifact_and_leaves_no_staging_folders(small_ind
 def test_the_default_artifact_is_restored_after_a_kill_between_the_renames(small_index, artifact):
     """ask.py and evaluate.py look for artifacts/<book>/: it must come back, not silently be passed over."""
     default = artifact.with_name(small_index.book_dir.name)  # artifacts/<book>/, compiled for this book
-    artifact.rename(default.with_name(f".{default.name}.old-deadbeef"))
+    artifact.rename(default)
+    killed_between_renames(default)
     settings = small_index.settings.replace(artifacts_dir=artifact.parent)
     assert default_artifact(settings, small_index.book_dir) == default
     assert read_manifest(default)["collection"] == small_index.collection
@@ -110,9 +111,8 @@ def test_a_default_artifact_folder_without_its_manifest_is_an_error_not_passed_o
 
 def test_the_next_write_cleans_what_killed_writes_left_behind(small_index, artifact):
     """A kill between the renames leaves `.old-*` (and no artifact); a kill mid-save leaves `.writing-*`."""
-    artifact.rename(artifact.with_name(f".{artifact.name}.old-deadbeef"))
-    half_written = artifact.with_name(f".{artifact.name}.writing-0badf00d")
-    half_written.mkdir()
+    killed_between_renames(artifact)
+    half_written = FolderSwap.begin(artifact).staging
     (half_written / PROGRAM_FILE).write_text('{"generate": ')
     program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
     write_artifact(program, artifact, manifest_for(small_index, lm="openai/gpt-4o-mini"))

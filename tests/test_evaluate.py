@@ -15,7 +15,7 @@ import time
 
 import dspy
 import pytest
-from conftest import PROJECT_ROOT, SMALL_BOOK, FakeEmbedder, clean_env, write_book
+from conftest import PROJECT_ROOT, SMALL_BOOK, FakeEmbedder, clean_env, killed_between_renames, write_book
 
 import evaluate
 from bookrag.config import REFUSAL_MESSAGE, Settings
@@ -187,7 +187,7 @@ def test_a_program_left_aside_by_a_killed_optimize_is_restored_not_rejected(work
                     "embedder": index.embedder.name, "collection": index.collection, "book": str(workspace["book"]),
                     "index_fingerprint": index.fingerprint(), "answer_mode": "extractive"}
     artifact = write_artifact(program, workspace["root"] / "artifacts" / "refuse-all", manifest)
-    artifact.rename(artifact.with_name(".refuse-all.old-deadbeef"))
+    killed_between_renames(artifact)
 
     assert run_evaluate(workspace, "--program", str(artifact), "--json") == 0
     assert only_json(capsys)["refusal_recall"] == 1.0  # the artifact's gate, not zero-shot's

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import test_evaluate
-from conftest import SMALL_BOOK, clean_env, run_script, write_book
+from conftest import SMALL_BOOK, clean_env, killed_between_renames, run_script, write_book
 from test_artifact import manifest_for
 from test_evaluate import run_evaluate
 from test_optimize import write_questions
@@ -18,7 +18,7 @@ from test_optimize import write_questions
 import evaluate
 import optimize
 from bookrag.config import Settings
-from bookrag.errors import BadArgumentError
+from bookrag.errors import ArtifactError, BadArgumentError
 from bookrag.output_folder import OutputFolder
 from programs.compile.artifact import (
     ARTIFACT_OUTPUT,
@@ -183,7 +183,7 @@ def test_a_link_to_a_folder_not_yet_made_is_written_through(small_index, tmp_pat
 
 def test_a_write_through_a_link_killed_between_its_renames_is_restored_through_the_link(linked_artifact):
     link, target = linked_artifact
-    target.rename(target.with_name(f".{target.name}.old-deadbeef"))
+    killed_between_renames(target)
     assert read_manifest(link)["lm"] == "local"
     assert target.is_dir() and link.is_symlink()
 
@@ -221,3 +221,52 @@ def test_evaluate_replaces_only_its_own_files_in_a_report_folder_and_keeps_the_u
     assert users_files(workspace["out"]) == mine
     assert sorted(p.name for p in workspace["out"].iterdir()) == sorted([*written, "thesis.docx", "sub", ".my_notes"])
     assert list(json.loads((workspace["out"] / "report.json").read_text())["programs"]) == ["baseline"]
+
+
+# -- issue 43: only what a swap of ours staged is removed or restored ----------------------------------------------
+
+def users_look_alikes(out: Path) -> dict[Path, bytes]:
+    """Folders of the user's beside `out`, named as bookrag's swap names its own."""
+    files = {}
+    for name in (f".{out.name}.old-mine", f".{out.name}.old-deadbeef", f".{out.name}.writing-backup"):
+        (out.parent / name).mkdir(parents=True)
+        files[out.parent / name / "thesis.docx"] = f"my thesis, in {name}".encode()
+    for path, data in files.items():
+        path.write_bytes(data)
+    return files
+
+
+def test_the_users_look_alike_folders_beside_an_artifact_are_kept_when_it_is_rewritten(small_index, tmp_path):
+    out = write_artifact(a_program(small_index), tmp_path / "out" / "art", manifest_for(small_index))
+    mine = users_look_alikes(out)
+    write_artifact(a_program(small_index), out, manifest_for(small_index, lm="openai/gpt-4o-mini"))
+    assert {path: path.read_bytes() for path in mine} == mine
+    assert read_manifest(out)["lm"] == "openai/gpt-4o-mini"
+    assert sorted(p.name for p in out.parent.iterdir()) == [".art.old-deadbeef", ".art.old-mine",
+                                                         ".art.writing-backup", "art"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_FILE, PROGRAM_FILE]  # no mark of the swap left
+
+
+def test_the_users_look_alike_folder_is_not_restored_in_place_of_a_missing_artifact(small_index, tmp_path):
+    """Nothing there yet: a new artifact is written, the user's `.art.old-*` is neither moved nor removed."""
+    out = tmp_path / "out" / "art"
+    mine = users_look_alikes(out)
+    with pytest.raises(ArtifactError, match="no compiled program at"):
+        read_manifest(out)
+    write_artifact(a_program(small_index), out, manifest_for(small_index))
+    assert {path: path.read_bytes() for path in mine} == mine
+    assert read_manifest(out)["lm"] == "local"
+
+
+def test_a_swap_killed_after_its_renames_is_finished_by_the_next_reader(small_index, tmp_path):
+    """The new artifact is in place, the previous one still aside and the mark still in: the previous one and the
+    mark go, so the next optimize sees only the artifact's files."""
+    out = write_artifact(a_program(small_index), tmp_path / "out" / "art", manifest_for(small_index))
+    killed_between_renames(out)
+    staged = next(out.parent.glob(".art.writing-*"))
+    for name in (MANIFEST_FILE, PROGRAM_FILE):
+        (staged / name).write_bytes((next(out.parent.glob(".art.old-*")) / name).read_bytes())
+    staged.rename(out)
+    assert read_manifest(out)["lm"] == "local"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["art"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_FILE, PROGRAM_FILE]
