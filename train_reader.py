@@ -20,10 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from bookrag.atomic_file import replace_folder
 from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging, user_path
 from bookrag.config import BUNDLED_BOOK, PROJECT_ROOT, SHIPPED_ADAPTER
-from bookrag.errors import DatasetError, ExitCode
+from bookrag.errors import BadArgumentError, DatasetError, ExitCode
 from bookrag.output_folder import OutputFolder, OutputKind
 
 SHARED_CORPORA = PROJECT_ROOT.parent / "shared" / "corpora"
@@ -70,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = TrainingPlan(epochs=args.epochs, seed=args.seed)
     settings = dataclasses.replace(load_settings(lm="local"), local_adapter=None)  # from the model as it is
     check_can_train(settings)
-    out = OutputFolder(args.out, READER_OUTPUT).claim(settings)  # now, not after hours of training
+    books = [book for book, _, _ in TRAINING_BOOKS]
+    out = OutputFolder(args.out, READER_OUTPUT).claim(settings, books)  # now, not after hours of training
     command = shlex.join(["python", "train_reader.py", *(sys.argv[1:] if argv is None else argv)])
     manifest = train(settings, lora, plan, args.bootstrap, out, command, say=(lambda *_: None) if args.json else notice)
     print(json.dumps(manifest) if args.json else f"Wrote {args.out}/ (adapter.gguf, manifest.json) in "
@@ -123,14 +123,18 @@ def training_questions(labeled: Path, extra: Path) -> list:
 
 def write_reader(adapter: Path, manifest: dict, out: Path) -> None:
     """adapter.gguf and its manifest swapped in together: a killed run leaves the previous pair, whose manifest names
-    its adapter by checksum."""
+    its adapter by checksum. `out` is checked again first: files put there during the training are refused, not
+    deleted, and the trained adapter is not lost."""
     from programs.compile.artifact import ADAPTER_FILE
 
     def fill(staging: Path) -> None:
         shutil.copyfile(adapter, staging / ADAPTER_FILE)
         (staging / READER_OUTPUT.marker).write_text(json.dumps(manifest, indent=1) + "\n")
 
-    replace_folder(OutputFolder(out, READER_OUTPUT).target, fill)
+    try:
+        OutputFolder(out, READER_OUTPUT).replace_whole(fill)
+    except BadArgumentError as exc:
+        raise BadArgumentError(f"{exc}; the trained adapter is kept at {adapter}") from None
 
 
 if __name__ == "__main__":

@@ -3,19 +3,21 @@
 A CLI claims its output folder before any work (ingest, LM calls), so a folder it may not use costs seconds, not a
 whole run: a new or empty folder, or one holding an output of ours (its marker file is JSON with our keys), is
 fine; a regular file, a folder of someone else's files, the book, the data folder, the project, the current
-folder or anything holding one of them is refused, and so is a folder inside the book and a place that cannot be
-written. An output swapped in as a whole folder (an artifact) also refuses a folder holding anything besides its
-own files, which the swap would delete. A symbolic link is followed: the output goes to the folder it names.
+folder or anything holding one of them is refused, and so is a folder inside the book (any book the run reads)
+and a place that cannot be written. An output swapped in as a whole folder (an artifact) also refuses a folder
+holding anything besides its own files, which the swap would delete. A symbolic link is followed: the output
+goes to the folder it names.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookrag.atomic_file import restore_folder
+from bookrag.atomic_file import replace_folder, restore_folder
 from bookrag.config import PROJECT_ROOT, Settings, nearest_existing
 from bookrag.errors import BadArgumentError
 from bookrag.json_document import parse_json
@@ -47,13 +49,22 @@ class OutputFolder:
     def __init__(self, path: Path, kind: OutputKind, named: str = "--out"):
         self.path, self.kind, self.named = Path(path), kind, named
 
-    def claim(self, settings: Settings) -> Path:
-        """The folder to write, after every check; raises BadArgumentError."""
-        self._refuse_if_it_holds_what_bookrag_needs(settings)
-        self._refuse_if_inside_the_book(settings)
+    def claim(self, settings: Settings, books: Iterable[Path] = ()) -> Path:
+        """The folder to write, after every check; raises BadArgumentError. `books`: the books the run reads
+        besides the configured one (train_reader's), which the folder may neither be in nor hold."""
+        books = (settings.book_dir, *books)
+        self._refuse_if_it_holds_what_bookrag_needs(settings, books)
+        for book in books:
+            self._refuse_if_inside_the_book(book)
         self.check_replaceable()
         self._refuse_if_unwritable()
         return self.path
+
+    def replace_whole(self, fill: Callable[[Path], None]) -> None:
+        """A whole-folder output written (`replace_folder`), after checking the folder again: it was claimed
+        before the work (hours, for a training), and files put there since would go with the swap."""
+        self.check_replaceable()
+        replace_folder(self.target, fill)
 
     @property
     def target(self) -> Path:
@@ -85,19 +96,19 @@ class OutputFolder:
                 f"holds files bookrag did not write ({listed(foreign)}) beside its {self.kind.name}, and a new one "
                 "replaces the whole folder: move them out, or name another folder")
 
-    def _refuse_if_it_holds_what_bookrag_needs(self, settings: Settings) -> None:
+    def _refuse_if_it_holds_what_bookrag_needs(self, settings: Settings, books: tuple[Path, ...]) -> None:
         resolved = self.target
-        needed = {"the book": settings.book_dir, "the data folder (BOOKRAG_DATA_DIR)": settings.data_dir,
-                  "the bookrag project": PROJECT_ROOT, "the current folder": Path.cwd()}
-        for what, folder in needed.items():
+        needed = [*(("the book", book) for book in books), ("the data folder (BOOKRAG_DATA_DIR)", settings.data_dir),
+                  ("the bookrag project", PROJECT_ROOT), ("the current folder", Path.cwd())]
+        for what, folder in needed:
             if Path(folder).resolve().is_relative_to(resolved):
                 role = "is" if Path(folder).resolve() == resolved else "holds"
                 raise self._refused(f"{role} {what} ({folder}), which bookrag must not replace: name a new folder")
 
-    def _refuse_if_inside_the_book(self, settings: Settings) -> None:
-        if self.target.is_relative_to(Path(settings.book_dir).resolve()):
-            raise self._refused(f"is inside the book ({settings.book_dir}): what bookrag writes there would be "
-                                "read as part of the book on the next run; name a folder outside it")
+    def _refuse_if_inside_the_book(self, book: Path) -> None:
+        if self.target.is_relative_to(Path(book).resolve()):
+            raise self._refused(f"is inside the book ({book}): what bookrag writes there would be read as part of "
+                                "the book on the next run; name a folder outside it")
 
     def _refuse_if_unwritable(self) -> None:
         """A real write where the output goes: beside the folder (an artifact is swapped in by a rename) and in

@@ -7,7 +7,12 @@ on a tiny model in test_reader_training.py.
 from __future__ import annotations
 
 import pytest
-from conftest import clean_env, run_script
+from conftest import SMALL_BOOK, clean_env, run_script, write_book
+
+from bookrag.config import Settings
+from bookrag.errors import BadArgumentError
+from bookrag.output_folder import OutputFolder
+from train_reader import READER_OUTPUT, TRAINING_BOOKS, write_reader
 
 pytest.importorskip("torch")
 gguf = pytest.importorskip("gguf")
@@ -50,3 +55,33 @@ def test_a_model_of_another_architecture_is_refused_before_any_work(tmp_path):
     assert done.returncode == 2, done.stderr
     assert "llama" in done.stderr and "qwen2" in done.stderr
     assert not (tmp_path / "reader").exists()
+
+
+@pytest.mark.parametrize("book", [book for book, _, _ in TRAINING_BOOKS], ids=lambda book: book.name)
+def test_an_out_folder_inside_a_book_it_trains_on_is_refused_before_any_work(tmp_path, book):
+    done = train_reader(tmp_path, "--out", book / "reader")
+    assert done.returncode == 4, done.stderr
+    assert done.stderr == (f"error: --out {book / 'reader'} is inside the book ({book}): what bookrag writes there "
+                           "would be read as part of the book on the next run; name a folder outside it\n")
+    assert not (book / "reader").exists() and not (tmp_path / "data" / "training").exists()
+
+
+def test_a_file_put_in_out_during_the_training_is_kept_and_the_trained_adapter_too(tmp_path):
+    """--out was claimed hours before the swap: it is checked again, as write_artifact does."""
+    out = tmp_path / "reader"
+    adapter = tmp_path / "data" / "training" / "reader" / "adapter.gguf"
+    adapter.parent.mkdir(parents=True)
+    adapter.write_bytes(b"GGUF first")
+    write_reader(adapter, {"adapter": "adapter.gguf", "sha256": "1" * 64, "training": {}}, out)
+    settings = Settings(book_dir=write_book(tmp_path / "book", SMALL_BOOK), data_dir=tmp_path / "data")
+    assert OutputFolder(out, READER_OUTPUT).claim(settings) == out  # the previous reader may be replaced
+    (out / "notes.txt").write_text("mine, written while it trained")
+    adapter.write_bytes(b"GGUF second")
+    with pytest.raises(BadArgumentError) as caught:
+        write_reader(adapter, {"adapter": "adapter.gguf", "sha256": "2" * 64, "training": {}}, out)
+    assert str(caught.value) == (f"--out {out} holds files bookrag did not write (notes.txt) beside its trained "
+                                 "reader, and a new one replaces the whole folder: move them out, or name another "
+                                 f"folder; the trained adapter is kept at {adapter}")
+    assert (out / "notes.txt").read_text() == "mine, written while it trained"
+    assert (out / "adapter.gguf").read_bytes() == b"GGUF first" and adapter.read_bytes() == b"GGUF second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["book", "data", "reader"]  # nothing staged left
