@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,7 +139,7 @@ def _record_lines(path: Path) -> list[int]:
     """The file line each CSV record starts on (quoted cells may span lines). A record with more cells than the
     header is an error naming its line."""
     lines, previous_end = [], 1
-    with path.open(newline="", encoding="utf-8-sig") as handle:
+    with path.open(newline="", encoding="utf-8-sig") as handle, _cells_as_long_as_the_file(path):
         reader = csv.reader(handle)
         header = next(reader, [])
         previous_end = reader.line_num
@@ -151,6 +152,17 @@ def _record_lines(path: Path) -> list[int]:
                 lines.append(previous_end + 1)
             previous_end = reader.line_num
     return lines
+
+
+@contextmanager
+def _cells_as_long_as_the_file(path: Path):
+    """A CSV cell may be as long as its file, as a JSONL line may (the csv module stops at 128 KiB, pandas does
+    not); the module-wide limit is put back after."""
+    limit = csv.field_size_limit(max(csv.field_size_limit(), path.stat().st_size))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _key_fact(fact, fail) -> str | tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections import Counter
 from pathlib import Path
@@ -209,6 +210,17 @@ def test_a_csv_row_with_more_cells_than_the_header_names_the_row_and_the_counts(
     line = 2 if "node, really" in rows[0] else 3
     assert str(caught.value).startswith(f"{path}:{line}: the row has 4 cells where the header has 3: quote a cell "
                                         "that holds a comma")
+
+
+def test_a_csv_cell_of_10_mb_is_read_as_the_same_question_in_jsonl_is(tmp_path):
+    """The csv module's default field limit (128 KiB) once refused it: "field larger than field limit"."""
+    question = "How tall is Kestrel? " + "x" * 10_000_000
+    path = csv_file(tmp_path, f"q1,{question},true", "q2,Is it slow?,false", header="id,question,answerable")
+    jsonl = write(tmp_path, "questions.jsonl", json.dumps({"id": "q1", "question": question, "answerable": True}))
+    limit = csv.field_size_limit()
+    assert [q.id for q in load_questions(path)] == ["q1", "q2"]
+    assert load_questions(path)[0] == load_questions(jsonl)[0]
+    assert csv.field_size_limit() == limit  # the module-wide limit is put back
 
 
 def test_split_filter_selects_rows_and_rejects_unknown_splits(tmp_path):
