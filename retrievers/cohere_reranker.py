@@ -18,6 +18,8 @@ BATCH_SIZE = 1000  # Cohere's advice: no more documents than this in one request
 
 
 class CohereReranker:
+    kind = "cohere"
+
     def __init__(
         self,
         api_key: Secret | None,

@@ -14,7 +14,7 @@ class CachedReranker(CacheFile):
 
     def __init__(self, inner: Reranker, path: Path):
         self.inner = inner
-        self.model_id = inner.model_id
+        self.kind, self.model_id = inner.kind, inner.model_id
         super().__init__(path)
 
     def scores(self, query: str, texts: list[str]) -> list[float]:

@@ -8,6 +8,7 @@ from bookrag.config import Settings
 
 
 class Reranker(Protocol):
+    kind: str  # BOOKRAG_RERANKER's name for it: "cohere"
     model_id: str  # the model's full name
 
     def scores(self, query: str, texts: list[str]) -> list[float]:
@@ -35,3 +36,8 @@ def make_reranker(settings: Settings, cached: bool = True) -> Reranker | None:
     from retrievers.rerank_cache import CachedReranker
 
     return CachedReranker(reranker, settings.embedding_cache_path)
+
+
+def reranker_record(reranker: Reranker | None) -> dict | None:
+    """The reranker as a compiled program's manifest records it: its kind and model, never a key; None without one."""
+    return None if reranker is None else {"kind": reranker.kind, "model": reranker.model_id}

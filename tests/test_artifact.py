@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import textwrap
 import pytest
 from conftest import PROJECT_ROOT, FakeEmbedder, killed_between_renames
 from dspy.utils import DummyLM
+from test_cohere_reranker import FakeCohereRerank, cohere_reranker
 
 from bookrag.atomic_file import FolderSwap
 from bookrag.errors import ArtifactError
@@ -275,3 +277,72 @@ def test_the_configured_expansion_reaches_a_zero_shot_program(small_index):
     settings = small_index.settings.replace(expand="parts", answer_mode="extractive")
     assert BookRAG.from_settings(settings, small_index, lm=DummyLM([])).expand == "parts"
     assert BookRAG.from_settings(small_index.settings, small_index, lm=DummyLM([])).expand == "none"
+
+
+# -- the reranker: a gate fitted on rerank scores is bound to the one it was compiled with ---------------------
+
+COMPILED_RERANKER = {"kind": "cohere", "model": "rerank-v3.5"}
+
+
+def reranked_artifact(index, folder, weighs: bool = True, **manifest):
+    """An artifact compiled with Cohere's rerank-v3.5 whose gate weighs rerank scores (as one fitted on reranked
+    examples) or ignores them (as the shipped default)."""
+    program = BookRAG(index.retriever, lm=None, answer_mode="extractive")
+    if weighs:
+        program.gate.weights["top_rerank"] = 2.0
+    return write_artifact(program, folder, manifest_for(index, **{"reranker": COMPILED_RERANKER, **manifest}))
+
+
+def test_a_gate_fitted_on_rerank_scores_runs_with_the_reranker_it_was_compiled_with(small_index, tmp_path):
+    fake = FakeCohereRerank()
+    small_index.retriever.reranker = cohere_reranker(fake)
+    program = load_program(reranked_artifact(small_index, tmp_path / "art"), small_index.settings, index=small_index)
+    assert program.gate.weighs_rerank_scores
+    passages = program(question="What is a node?").passages
+    assert passages and all(p.rerank_score is not None for p in passages)
+    assert {body["model"] for body in fake.reranks} == {"rerank-v3.5"}
+
+
+@pytest.mark.parametrize("model, configured", [(None, "no reranker"),
+                                               ("rerank-english-v2.0", "the cohere reranker rerank-english-v2.0")],
+                         ids=["none", "another-model"])
+def test_a_gate_fitted_on_rerank_scores_is_refused_without_its_reranker_naming_both_and_the_fix(
+        small_index, tmp_path, model, configured):
+    """Another model's scores were read silently as the gate's evidence; without a reranker every question met a
+    configuration error (ask.py's exit 2 at its first question, a failed row each in evaluate.py)."""
+    fake = FakeCohereRerank()
+    small_index.retriever.reranker = model and cohere_reranker(fake, model=model)
+    artifact = reranked_artifact(small_index, tmp_path / "art")
+    with pytest.raises(ArtifactError) as caught:
+        load_program(artifact, small_index.settings, index=small_index)
+    assert caught.value.exit_code == 2
+    assert str(caught.value) == (
+        f"{artifact} has a refusal gate fitted on the rerank scores of the cohere reranker rerank-v3.5, but "
+        f"{configured} is configured: set COHERE_API_KEY and COHERE_RERANK_MODEL=rerank-v3.5 (with "
+        "BOOKRAG_RERANKER auto or cohere) to rerank as compiled, or recompile with `python optimize.py` to fit a "
+        "gate on this configuration")
+    assert fake.requests == []
+
+
+def test_a_manifest_from_before_the_reranker_was_recorded_needs_a_reranker_for_a_gate_that_weighs_it(
+        small_index, tmp_path):
+    artifact = reranked_artifact(small_index, tmp_path / "art")
+    manifest = json.loads((artifact / MANIFEST_FILE).read_text())
+    del manifest["reranker"]
+    (artifact / MANIFEST_FILE).write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match=r"rerank scores of the cohere reranker \(its model was not recorded\), "
+                                            r"but no reranker is configured: set COHERE_API_KEY \(with"):
+        load_program(artifact, small_index.settings, index=small_index)
+    small_index.retriever.reranker = cohere_reranker(FakeCohereRerank(), model="rerank-english-v3.0")
+    assert load_program(artifact, small_index.settings, index=small_index).gate.weighs_rerank_scores
+
+
+def test_a_program_compiled_with_a_reranker_whose_gate_ignores_it_runs_without_it_and_says_so(
+        small_index, tmp_path, caplog):
+    """The README said it exits 2; it ran, without a word. Its gate reads no rerank score, so it runs (README)."""
+    artifact = reranked_artifact(small_index, tmp_path / "art", weighs=False)
+    with caplog.at_level(logging.WARNING, logger="programs.compile.artifact"):
+        program = load_program(artifact, small_index.settings, index=small_index)
+    assert not program.gate.weighs_rerank_scores and program(question="What is a node?").answer
+    assert (f"{artifact} was compiled with the cohere reranker rerank-v3.5, but no reranker is configured: it runs, "
+            "as its refusal gate ignores rerank scores") in caplog.text

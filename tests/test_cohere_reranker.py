@@ -415,3 +415,35 @@ def test_ask_with_a_bad_reranker_value_exits_2_naming_it(tmp_path):
                         env=clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_RERANKER="always"))
     assert result.returncode == 2
     assert "BOOKRAG_RERANKER must be auto, cohere or none, got 'always'" in result.stderr
+
+
+def test_optimize_records_the_reranker_and_its_model_and_ask_refuses_another_for_a_gate_that_weighs_it(
+        tmp_path, rerank_server):
+    """The manifest recorded neither: a gate fitted on one model's scores ran silently with another's."""
+    from test_optimize import write_questions
+
+    book = write_book(tmp_path / "book", SMALL_BOOK)
+    questions = write_questions(tmp_path / "questions.csv")
+    env = cohere_env(tmp_path, rerank_server, COHERE_RERANK_MODEL="rerank-english-v3.0")
+    done = run_script("optimize.py", "--book", book, "--questions", questions, "--json", cwd=tmp_path, env=env,
+                      timeout=300)
+    assert done.returncode == 0, done.stderr
+    manifest_file = tmp_path / "artifacts" / "book" / "manifest.json"
+    assert json.loads(manifest_file.read_text())["reranker"] == {"kind": "cohere", "model": "rerank-english-v3.0"}
+    assert KEY not in manifest_file.read_text()
+
+    program_file = manifest_file.parent / "program.json"
+    program = json.loads(program_file.read_text())
+    program["gate"]["weights"]["top_rerank"] = 2.0  # as a gate fitted on rerank scores is
+    program_file.write_text(json.dumps(program))
+    reranks = len(rerank_server.fake.reranks)
+    other = run_script("ask.py", "--book", book, "What is a node?", cwd=tmp_path, timeout=180,
+                       env={**env, "COHERE_RERANK_MODEL": "rerank-english-v2.0"})
+    assert other.returncode == 2
+    assert (f"error: {manifest_file.parent} has a refusal gate fitted on the rerank scores of the cohere reranker "
+            "rerank-english-v3.0, but the cohere reranker rerank-english-v2.0 is configured: set COHERE_API_KEY and "
+            "COHERE_RERANK_MODEL=rerank-english-v3.0") in other.stderr
+    assert len(rerank_server.fake.reranks) == reranks  # refused before any search
+    same = run_script("ask.py", "--book", book, "What is a node?", cwd=tmp_path, timeout=180, env=env)
+    assert same.returncode in (0, 1), same.stderr
+    assert {body["model"] for body in rerank_server.fake.reranks} == {"rerank-english-v3.0"}

@@ -630,3 +630,31 @@ def test_sigterm_with_threads_starts_no_other_question(tmp_path):
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     assert report["partial"]["reason"] == "stopped by SIGTERM" and report["settings"]["threads"] == 2
     assert asked == 2 and report["partial"]["answered"]["zero-shot"] < len(TEST_IDS)
+
+
+# -- configuration errors end the run: they are no question's failure ------------------------------------------
+
+@pytest.mark.parametrize("args", [(), ("--min-combined", "0.9")], ids=["plain", "min-combined"])
+def test_an_artifact_whose_gate_needs_the_reranker_exits_2_before_any_question_without_it(workspace, args):
+    """Without COHERE_API_KEY it ran every question into the gate's configuration error and exited 0 (5 with
+    --min-combined), the error in each row of predictions.csv; ask.py exited 2 at its question."""
+    from bookrag.errors import ArtifactError
+    from retrievers import BookIndex
+
+    settings = Settings.from_env().replace(book_dir=workspace["book"])
+    with BookIndex(settings) as index:
+        index.ingest(progress=False)
+        program = BookRAG(index.retriever, answer_mode="extractive")
+        program.gate.weights["top_rerank"] = 2.0  # as a gate fitted on reranked examples
+        manifest = {"bookrag_version": "test", "dspy_version": dspy.__version__, "lm": "local",
+                    "embedder": index.embedder.name, "collection": index.collection, "book": str(workspace["book"]),
+                    "index_fingerprint": index.fingerprint(), "answer_mode": "extractive",
+                    "reranker": {"kind": "cohere", "model": "rerank-v3.5"}}
+    artifact = write_artifact(program, workspace["root"] / "artifacts" / "reranked", manifest)
+
+    with pytest.raises(ArtifactError) as caught:
+        run_evaluate(workspace, "--program", str(artifact), *args)
+    assert caught.value.exit_code == 2
+    assert str(caught.value).startswith(f"{artifact} has a refusal gate fitted on the rerank scores of the cohere "
+                                        "reranker rerank-v3.5, but no reranker is configured: set COHERE_API_KEY")
+    assert not workspace["out"].exists()  # no report, no predictions.csv

@@ -35,6 +35,7 @@ def build_manifest(settings: Settings, index, program, result, optimizer, datase
     `dataset_record`'s; `started`: the compile's `time.time()`): the MANIFEST_KEYS `read_manifest` and
     `check_artifact` read back, and the record of the compile."""
     from programs.lm.language_model import lm_mode
+    from retrievers.reranker import reranker_record
 
     return {
         "bookrag_version": _version("bookrag"),
@@ -46,6 +47,7 @@ def build_manifest(settings: Settings, index, program, result, optimizer, datase
         "answer_mode": settings.answer_mode,
         "embedder": index.embedder.name,
         "embedder_model": index.embedder.model_id,
+        "reranker": reranker_record(index.retriever.reranker),
         "collection": index.collection,
         "book": project_relative(index.book_dir),
         "index_fingerprint": index.fingerprint(),
@@ -175,6 +177,7 @@ def load_program(artifact_dir: str | Path, settings: Settings | None = None, *, 
         log.warning("%s was compiled with the local model %s, not %s: its demos may suit the new model less; "
                     "recompile with `python optimize.py`", artifact_dir, manifest["local_model"], program.lm.model)
     bind_reader(program, manifest.get("reader"), artifact_dir)
+    warn_of_another_reranker(manifest, artifact_dir, index)
     check_demo_counts(artifact_dir / PROGRAM_FILE)
     try:
         program.load(str(artifact_dir / PROGRAM_FILE))  # JSON state; DSPy refuses pickles unless allowed
@@ -207,15 +210,33 @@ def bind_reader(program, reader: dict | None, artifact_dir: Path) -> None:
                     artifact_dir, reader.get("adapter") or "none", configured or "none")
 
 
-def check_demo_counts(path: Path) -> None:
-    """Refuse a program whose predictors hold more than MAX_DEMOS demos (a hand-edited or foreign program.json)."""
+def warn_of_another_reranker(manifest: dict, artifact_dir: Path, index) -> None:
+    """A program compiled with another reranker, or with none, whose gate ignores rerank scores (`check_reranker`
+    refuses the others) runs, but its demos and gate were chosen on the passages that reranker ranked."""
+    from retrievers.reranker import reranker_record
+
+    configured = reranker_record(index.retriever.reranker)
+    if "reranker" in manifest and manifest["reranker"] != configured:
+        log.warning("%s was compiled with %s, but %s is configured: it runs, as its refusal gate ignores rerank "
+                    "scores, but its gate and demos were chosen on passages ranked as compiled; recompile with "
+                    "`python optimize.py` for this configuration",
+                    artifact_dir, reranker_name(manifest["reranker"]), reranker_name(configured))
+
+
+def program_state(path: Path) -> dict:
+    """program.json's state; {} for a missing file or one that is not a JSON object (`program.load` says so)."""
     try:
         state = parse_json(path.read_text(encoding="utf-8"))
     except NestedTooDeep:
         raise too_deep(path) from None
     except (OSError, ValueError):
-        return  # program.load says the file is missing or corrupt
-    for predictor, predictor_state in state.items() if isinstance(state, dict) else ():
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def check_demo_counts(path: Path) -> None:
+    """Refuse a program whose predictors hold more than MAX_DEMOS demos (a hand-edited or foreign program.json)."""
+    for predictor, predictor_state in program_state(path).items():
         demos = predictor_state.get("demos") if isinstance(predictor_state, dict) else None
         if isinstance(demos, list) and len(demos) > MAX_DEMOS:
             raise ArtifactError(f"{path}: {predictor}.demos holds {len(demos)} demos; at most {MAX_DEMOS} are "
@@ -257,6 +278,50 @@ def check_artifact(manifest: dict, artifact_dir: Path, settings: Settings, index
     if not is_collection_of(manifest["collection"], index):
         raise ArtifactError(f"{artifact_dir} was compiled for collection {manifest['collection']}, not "
                             f"{index.collection}: recompile with `python optimize.py --book {index.book_dir}`")
+    check_reranker(manifest, artifact_dir, index)
+
+
+def check_reranker(manifest: dict, artifact_dir: Path, index) -> None:
+    """Refuse a program whose refusal gate weighs rerank scores on an index without the reranker it was compiled
+    with: without one, every passage would read as scored 0 and every question be refused; another model scores on
+    a scale the gate was not fitted on. A gate that ignores rerank scores runs with or without one (`load_program`
+    says when it differs)."""
+    from retrievers.reranker import reranker_record
+
+    configured = reranker_record(index.retriever.reranker)
+    # A manifest from before the reranker was recorded: any configured one will do (Cohere's was the only one).
+    compiled = manifest.get("reranker", configured or {"kind": "cohere", "model": None})
+    if compiled == configured or not compiled_gate(artifact_dir / PROGRAM_FILE).weighs_rerank_scores:
+        return
+    raise ArtifactError(f"{artifact_dir} has a refusal gate fitted on the rerank scores of "
+                        f"{reranker_name(compiled)}, but {reranker_name(configured)} is configured: "
+                        f"{reranker_settings(compiled)}recompile with `python optimize.py` to fit a gate on this "
+                        "configuration")
+
+
+def reranker_settings(record: dict | None) -> str:
+    """The settings that configure a recorded reranker, as the first fix a message offers ("" for none)."""
+    if record is None:
+        return ""
+    model = f" and COHERE_RERANK_MODEL={record['model']}" if record["model"] else ""
+    return f"set COHERE_API_KEY{model} (with BOOKRAG_RERANKER auto or {record['kind']}) to rerank as compiled, or "
+
+
+def reranker_name(record: dict | None) -> str:
+    """A manifest's reranker record as a message names it."""
+    if record is None:
+        return "no reranker"
+    return f"the {record['kind']} reranker {record['model'] or '(its model was not recorded)'}"
+
+
+def compiled_gate(path: Path):
+    """The refusal gate saved in program.json; the default one where it holds none, or one `load_program` refuses."""
+    from programs.refusal.refusal_gate import RefusalGate
+
+    try:
+        return RefusalGate().load_state(program_state(path).get("gate"))
+    except ValueError:
+        return RefusalGate()
 
 
 def compiled_book(manifest: dict) -> Path:

@@ -190,11 +190,16 @@ class RefusalGate(Parameter):
         self.calibrated = True
         return self
 
+    @property
+    def weighs_rerank_scores(self) -> bool:
+        """Whether the gate was fitted on rerank scores: it reads them as evidence, so it needs the reranker (and the
+        model) whose scores it was fitted on."""
+        return any(self.weights.get(name) for name in RERANK_FEATURES)
+
     def _check_rerank_evidence(self, passages: list[Passage]) -> None:
         """A gate weighted on rerank scores, given passages no reranker scored, would read each as scored 0 and
         refuse every question: that is a configuration to fix, not a refusal."""
-        if passages and any(self.weights.get(name) for name in RERANK_FEATURES) and all(
-                p.rerank_score is None for p in passages):
+        if passages and self.weighs_rerank_scores and all(p.rerank_score is None for p in passages):
             raise ConfigError("this program's refusal gate was fitted on rerank scores, and no reranker is "
                               "configured: set COHERE_API_KEY (with BOOKRAG_RERANKER auto or cohere), or run "
                               "optimize.py again to fit a gate without them")
