@@ -634,6 +634,23 @@ def test_sigterm_with_threads_starts_no_other_question(tmp_path):
 
 # -- configuration errors end the run: they are no question's failure ------------------------------------------
 
+class MisconfiguredProgram(FixedProgram):
+    """A FixedProgram whose every question meets a configuration error, as a rejected Cohere key."""
+
+    def __call__(self, question, history=(), selected_text=""):
+        from bookrag.errors import ConfigError
+
+        raise ConfigError("Cohere rejected COHERE_API_KEY (401): check the key")
+
+
+def test_a_configuration_error_on_a_question_ends_the_run_instead_of_failing_its_row():
+    """It was each question's failed row: the run exited 0 with the error in every row of predictions.csv."""
+    from bookrag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"Cohere rejected COHERE_API_KEY \(401\)"):
+        program_report(MisconfiguredProgram({}), [Question("q", "q", True)], progress=False)
+
+
 @pytest.mark.parametrize("args", [(), ("--min-combined", "0.9")], ids=["plain", "min-combined"])
 def test_an_artifact_whose_gate_needs_the_reranker_exits_2_before_any_question_without_it(workspace, args):
     """Without COHERE_API_KEY it ran every question into the gate's configuration error and exited 0 (5 with

@@ -8,7 +8,7 @@ from collections import defaultdict
 import dspy
 
 from bookrag.config import DEFAULT_SEARCH_MODE, DEFAULT_TOP_K, SearchMode
-from bookrag.errors import BookragError
+from bookrag.errors import BookragError, ConfigError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate import metrics
@@ -129,12 +129,14 @@ def _in_parallel(run, questions: list[Question], threads: int) -> list[QuestionR
 def question_row(program, question: Question, judge=None) -> QuestionRow:
     """One question through `program.forward`, with its prediction and every per-question metric. A question
     the program fails on (the LM timed out, an error reply) is a failed row: counted, shown, and scored as failed,
-    so one bad call does not lose the whole evaluation."""
+    so one bad call does not lose the whole evaluation; a configuration error is raised."""
     example = question.to_example()
     started = time.perf_counter()
     try:
         with dspy.context(track_usage=True):
             pred = program(**example.inputs())
+    except ConfigError:
+        raise  # a rejected key or a missing reranker fails every question alike: the run ends (exit 2)
     except BookragError as exc:
         return QuestionRow.failed(question, str(exc), (time.perf_counter() - started) * 1000)
     latency_ms = (time.perf_counter() - started) * 1000
