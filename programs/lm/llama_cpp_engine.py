@@ -41,6 +41,7 @@ from dspy.lm15 import (
 )
 
 from programs.lm.chat_adapter import REPLY_END
+from programs.lm.lora_adapter_check import check_lora_adapter
 from programs.lm.packaged_model import QWEN_CODER_1_5B, PackagedModel
 from programs.lm.prompt_prefix_store import MIN_TOKENS, PromptPrefixStore
 
@@ -253,6 +254,8 @@ class LlamaCppEngine:
         if self.adapter is not None and not self.adapter.is_file():
             raise ConfigurationError(f"BOOKRAG_LOCAL_ADAPTER={self.adapter} is not a file: point it at a LoRA adapter "
                                      "GGUF, or set it to none")
+        if self.adapter is not None:  # llama.cpp crashes the process on an adapter it cannot apply
+            check_lora_adapter(self.adapter, path)
         # A prefix's KV state read with an adapter is wrong without it, and the other way round.
         prefixes = PromptPrefixStore(self.models_dir / "prompt-prefixes",
                                      f"{path.name}:{path.stat().st_size}:{self.n_ctx}:{self.identity}")

@@ -1,0 +1,189 @@
+"""A LoRA adapter llama.cpp cannot apply is a configuration error naming the file and what is wrong (exit 2), found
+before llama.cpp sees it: llama.cpp crashed the process on it (exit 139, no message).
+
+The GGUF files are written with the `gguf` package's writer (the training's), not with the reader under test: a
+tiny qwen2 "model" of two layers, width 8, and adapters for it or for something else.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import struct
+from pathlib import Path
+
+import dspy
+import numpy as np
+import pytest
+from conftest import SMALL_BOOK, clean_env, run_script, write_book
+
+from bookrag.config import Settings
+from bookrag.errors import ConfigError
+from programs.lm.language_model import lm_errors, make_lm
+from programs.lm.lora_adapter_check import BadAdapter, check_lora_adapter
+
+ROOT = Path(__file__).resolve().parents[1]
+RANK = 2
+Q, K = "blk.1.attn_q.weight", "blk.1.attn_k.weight"
+
+
+def write_gguf(path: Path, tensors: dict[str, np.ndarray], architecture: str = "qwen2", **metadata) -> Path:
+    """A GGUF of `tensors` (numpy's order: a weight is [out, in]) and metadata (key: value, or (add_ method, value)),
+    written by the gguf package."""
+    gguf = pytest.importorskip("gguf")
+    writer = gguf.GGUFWriter(str(path), architecture)
+    for key, value in metadata.items():
+        method, value = value if isinstance(value, tuple) else ("add_string", value)
+        getattr(writer, method)(key.replace("__", "."), value)
+    for name, array in tensors.items():
+        writer.add_tensor(name, array)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def written(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def matrix(*shape: int) -> np.ndarray:
+    return np.full(shape, 0.01, dtype=np.float16)
+
+
+@pytest.fixture
+def model(tmp_path) -> Path:
+    """Two layers of width 8 (attn_k: 8 in, 4 out), a vocabulary of 32."""
+    tensors = {"token_embd.weight": matrix(32, 8)}
+    for layer in range(2):
+        tensors |= {f"blk.{layer}.attn_q.weight": matrix(8, 8), f"blk.{layer}.attn_k.weight": matrix(4, 8)}
+    return write_gguf(tmp_path / "model.gguf", tensors, general__type="model", qwen2__block_count=("add_uint32", 2))
+
+
+def adapter(path: Path, pairs: dict[str, tuple[np.ndarray, np.ndarray]], architecture: str = "qwen2",
+            **metadata) -> Path:
+    """A LoRA adapter GGUF of (lora_a, lora_b) by model tensor, as programs/train writes one, unless `metadata`
+    says otherwise (None: no such key)."""
+    tensors = {}
+    for name, (a, b) in pairs.items():
+        tensors |= {f"{name}.lora_a": a, f"{name}.lora_b": b}
+    metadata = {"general__type": "adapter", "adapter__type": "lora", "adapter__lora__alpha": ("add_float32", 4.0),
+                **metadata}
+    return write_gguf(path, tensors, architecture, **{key: value for key, value in metadata.items() if value is not None})
+
+
+def fitting(name: str = Q, out: int = 8) -> dict:
+    """lora_a [rank, in] and lora_b [out, rank], in numpy's order, for a model tensor of width 8."""
+    return {name: (matrix(RANK, 8), matrix(out, RANK))}
+
+
+def test_adapters_that_fit_the_model_pass(model, tmp_path):
+    check_lora_adapter(adapter(tmp_path / "q.gguf", fitting(Q) | fitting(K, out=4)), model)
+    # The token embedding's pair is stored the other way round: lora_a [vocab, rank], lora_b [hidden, rank].
+    check_lora_adapter(adapter(tmp_path / "embd.gguf", {"token_embd.weight": (matrix(32, RANK), matrix(8, RANK))}),
+                       model)
+    norm = {"blk.1.attn_norm.weight": np.ones(8, np.float32)}  # llama.cpp skips a norm's tensor
+    check_lora_adapter(write_gguf(tmp_path / "norm.gguf", {f"{Q}.lora_a": matrix(RANK, 8),
+                                                           f"{Q}.lora_b": matrix(8, RANK)} | norm,
+                                  general__type="adapter", adapter__type="lora"), model)
+
+
+BAD_FILES = {
+    "empty": (lambda path, model: written(path, b""), "is empty"),
+    "random bytes": (lambda path, model: written(path, os.urandom(4096)),
+                     r"is not a GGUF file \(it does not start with GGUF\)"),
+    "GGUF version 1": (lambda path, model: written(path, b"GGUF" + struct.pack("<IQQ", 1, 0, 0)),
+                       "is GGUF version 1; llama.cpp reads versions 2 and 3"),
+    "a tensor name over 63 bytes": (lambda path, model: adapter(path, fitting("blk.1." + "x" * 60)),
+                                    "has a tensor name over 63 bytes long, which llama.cpp refuses"),
+    "the model itself": (lambda path, model: model, r"is a model, not a LoRA adapter \(general.type=model\)"),
+    "another adapter type": (lambda path, model: adapter(path, fitting(), adapter__type="control_vector"),
+                             r"is not a LoRA adapter \(adapter.type=control_vector, not lora\)"),
+    "no general.type": (lambda path, model: adapter(path, fitting(), general__type=None),
+                        "has no general.type: it is not a LoRA adapter GGUF"),
+    "general.type a number": (lambda path, model: adapter(path, fitting(), general__type=("add_uint32", 1)),
+                              "has general.type of GGUF type 4, not a string"),
+    "alpha a float64": (lambda path, model: adapter(path, fitting(), adapter__lora__alpha=("add_float64", 4.0)),
+                        "has adapter.lora.alpha of GGUF type 12, not float32"),
+    "alpha NaN": (lambda path, model: adapter(path, fitting(), adapter__lora__alpha=("add_float32", float("nan"))),
+                  "has adapter.lora.alpha nan: it must be a finite number"),
+    "another architecture": (lambda path, model: adapter(path, fitting(), architecture="llama"),
+                             "is for llama models, and the model is qwen2"),
+    "more layers": (lambda path, model: adapter(path, fitting("blk.2.attn_q.weight")),
+                    "adapts blk.2, but the model has 2 layers"),
+    "a tensor the model lacks": (lambda path, model: adapter(path, fitting("blk.1.attn_v.weight")),
+                                 "adapts blk.1.attn_v.weight, which the model does not have"),
+    "another width in": (lambda path, model: adapter(path, {Q: (matrix(RANK, 16), matrix(8, RANK))}),
+                         (r"holds blk.1.attn_q.weight.lora_a of shape \[16, 2\], but the model's "
+                          r"blk.1.attn_q.weight of shape \[8, 8\] needs \[8, 2\]")),
+    "another width out": (lambda path, model: adapter(path, fitting(K, out=8)),
+                          (r"holds blk.1.attn_k.weight.lora_b of shape \[2, 8\], but the model's "
+                           r"blk.1.attn_k.weight of shape \[8, 4\] needs \[2, 4\]")),
+    "two ranks": (lambda path, model: adapter(path, {Q: (matrix(RANK, 8), matrix(8, RANK + 1))}),
+                  r"lora_b of shape \[3, 8\].* needs \[2, 8\]"),
+    "a lora_a alone": (lambda path, model: write_gguf(path, {f"{Q}.lora_a": matrix(RANK, 8)}, general__type="adapter",
+                                                      adapter__type="lora"),
+                       "has blk.1.attn_q.weight.lora_a without its .lora_b matrix"),
+    "a tensor of the model": (lambda path, model: write_gguf(path, {Q: matrix(8, 8)}, general__type="adapter",
+                                                             adapter__type="lora"),
+                              "holds the tensor blk.1.attn_q.weight, which is neither a .lora_a nor a .lora_b"),
+    "no matrices": (lambda path, model: adapter(path, {}), r"holds no LoRA matrices"),
+    "integer matrices": (lambda path, model: write_gguf(path, {f"{Q}.lora_a": np.zeros((RANK, 8), np.int8)},
+                                                           general__type="adapter", adapter__type="lora"),
+                            "of ggml type 24; an adapter's tensors are F32, F16, BF16, Q8_0"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_FILES)
+def test_a_file_llama_cpp_cannot_apply_is_a_configuration_error_naming_it_and_the_fault(case, model, tmp_path):
+    make, fault = BAD_FILES[case]
+    path = make(tmp_path / "adapter.gguf", model)
+    with pytest.raises(BadAdapter, match=fault) as caught:
+        check_lora_adapter(path, model)
+    assert caught.value.exit_code == 2
+    assert f"the LoRA adapter {path} " in str(caught.value) and "BOOKRAG_LOCAL_ADAPTER" in str(caught.value)
+
+
+@pytest.mark.parametrize("kept, fault", [
+    (-1, r"is \d+ bytes, but its blk.1.attn_q.weight.lora_b ends at byte \d+ \(a truncated file\?\)"),
+    (100, r"ends before .* does \(truncated, or not a GGUF file\)"),
+])
+def test_a_truncated_adapter_says_so(model, tmp_path, kept, fault):
+    """Cut in its last tensor's data (llama.cpp read past the end and crashed), or in its header."""
+    data = adapter(tmp_path / "whole.gguf", fitting()).read_bytes()
+    (cut := tmp_path / "cut.gguf").write_bytes(data[:kept])
+    with pytest.raises(BadAdapter, match=fault):
+        check_lora_adapter(cut, model)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed")
+def test_the_local_model_checks_its_adapter_before_llama_cpp_loads_it(model, tmp_path):
+    """Through the program's LM, as a generated answer calls it: exit 2 naming the adapter, not a crash (an empty
+    adapter killed the process with exit 139)."""
+    (empty := tmp_path / "empty.gguf").write_bytes(b"")
+    lm = make_lm(Settings(data_dir=tmp_path, local_model=model, local_adapter=empty))
+    with pytest.raises(ConfigError, match=f"the LoRA adapter {empty} is empty") as caught, \
+            dspy.context(lm=lm), lm_errors():
+        lm("Hi")
+    assert caught.value.exit_code == 2
+
+
+@pytest.mark.slow
+def test_ask_with_a_bad_adapter_exits_2_naming_it_instead_of_crashing(tmp_path):
+    """The issue's case as a user meets it: a generated answer with BOOKRAG_LOCAL_ADAPTER naming random bytes, on
+    the packaged model (exit 139, a segmentation fault, before)."""
+    from programs.lm.packaged_model import QWEN_CODER_1_5B
+
+    models = tmp_path / "data" / "models"
+    models.mkdir(parents=True)
+    packaged = QWEN_CODER_1_5B.path(ROOT / "data" / "models")  # assembled once, shared with the other slow tests
+    (models / packaged.name).symlink_to(packaged)
+    (bad := tmp_path / "reader.gguf").write_bytes(os.urandom(1 << 16))
+    book = write_book(tmp_path / "book", SMALL_BOOK)
+    env = clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_BOOK=str(book), BOOKRAG_ANSWER_MODE="generated",
+                    BOOKRAG_ARTIFACTS_DIR=str(tmp_path / "artifacts"), BOOKRAG_LOCAL_ADAPTER=str(bad))
+    result = run_script("ask.py", "What does a node do?", "--json", cwd=tmp_path, env=env, timeout=600)
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    assert f"the LoRA adapter {bad} is not a GGUF file" in " ".join(result.stderr.split())
