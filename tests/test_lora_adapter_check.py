@@ -1,5 +1,6 @@
 """A LoRA adapter llama.cpp cannot apply is a configuration error naming the file and what is wrong (exit 2), found
-before llama.cpp sees it: llama.cpp crashed the process on it (exit 139, no message).
+before llama.cpp sees it: llama.cpp crashed the process on it (exit 139, no message). And the adapter's checksum is
+read in chunks, only when a call needs it.
 
 The GGUF files are written with the `gguf` package's writer (the training's), not with the reader under test: a
 tiny qwen2 "model" of two layers, width 8, and adapters for it or for something else.
@@ -7,20 +8,29 @@ tiny qwen2 "model" of two layers, width 8, and adapters for it or for something 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import struct
+import subprocess
+import sys
+import tracemalloc
 from pathlib import Path
+from types import SimpleNamespace
 
 import dspy
 import numpy as np
 import pytest
 from conftest import SMALL_BOOK, clean_env, run_script, write_book
+from dspy.lm15 import Message, Request, Response, Usage
 
 from bookrag.config import Settings
 from bookrag.errors import ConfigError
-from programs.lm.language_model import lm_errors, make_lm
+from programs.compile.artifact import bind_reader
+from programs.lm.language_model import LocalLM, lm_errors, make_lm
+from programs.lm.llama_cpp_engine import adapter_checksum
 from programs.lm.lora_adapter_check import BadAdapter, check_lora_adapter
+from programs.lm.response_cache import ResponseCache
 
 ROOT = Path(__file__).resolve().parents[1]
 RANK = 2
@@ -168,6 +178,103 @@ def test_the_local_model_checks_its_adapter_before_llama_cpp_loads_it(model, tmp
             dspy.context(lm=lm), lm_errors():
         lm("Hi")
     assert caught.value.exit_code == 2
+
+
+# -- the checksum ---------------------------------------------------------------------------------------------------
+
+
+SIZE = 64 << 20
+
+
+@pytest.fixture
+def big_adapter(tmp_path) -> Path:
+    with open(path := tmp_path / "big.gguf", "wb") as file:
+        file.truncate(SIZE)  # sparse: zeros, no disk
+    return path
+
+
+def peak_memory(work) -> int:
+    """The most memory Python held at once while `work()` ran, in bytes."""
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_adapter_checksum_reads_the_file_in_chunks(big_adapter):
+    """A 64 MB file is hashed with a small buffer: the base model named as the adapter took 1.2 GB, an 8 GB file
+    under a 3 GB memory limit was exit 70."""
+    expected = hashlib.sha256()
+    for _ in range(SIZE >> 20):
+        expected.update(bytes(1 << 20))
+    assert peak_memory(lambda: adapter_checksum(big_adapter)) < 4 << 20
+    assert adapter_checksum(big_adapter) == expected.hexdigest()[:16]
+
+
+def test_loading_a_compiled_program_hashes_the_configured_adapter_in_chunks(big_adapter, tmp_path):
+    """A program compiled without a reader compares the configured adapter with the one it was compiled with."""
+    program = SimpleNamespace(lm=SimpleNamespace(engine=SimpleNamespace(adapter=big_adapter)))
+    assert peak_memory(lambda: bind_reader(program, None, tmp_path)) < 4 << 20
+
+
+class FakeEngine:
+    """An lm15 engine that answers "Paris" and counts its calls, and how often its identity was read."""
+
+    def __init__(self):
+        self.calls, self.reads, self.weights = 0, 0, "model+lora:aaaa"
+
+    @property
+    def identity(self) -> str:
+        self.reads += 1
+        return self.weights
+
+    def complete(self, request: Request) -> Response:
+        self.calls += 1
+        return Response(id="r", model=request.model, message=Message.assistant("Paris"), finish_reason="stop",
+                        usage=Usage(input_tokens=1, output_tokens=1))
+
+
+def test_the_local_lm_reads_the_weights_identity_at_each_call_not_when_made(monkeypatch):
+    """Made, the LM reads nothing (the adapter's checksum is the whole file); each call keys its cached answer by
+    the weights as they are then: an adapter retrained in place, in the same process, gets answers of its own."""
+    monkeypatch.setattr(dspy, "cache", ResponseCache(enable_disk_cache=False, enable_memory_cache=True,
+                                                     disk_cache_dir=None))
+    engine = FakeEngine()
+    lm = LocalLM("local/fake", engine=engine, num_retries=0, temperature=0.0)
+    assert engine.reads == 0
+    lm("Hi")
+    lm("Hi")
+    assert engine.calls == 1  # the second answer came from the cache
+    engine.weights = "model+lora:bbbb"
+    lm("Hi")
+    assert engine.calls == 2
+
+
+# Runs ask.py in this interpreter and reports on stderr how often the adapter file was opened.
+_COUNT_OPENS = """
+import atexit, runpy, sys
+adapter, opened = sys.argv[1], []
+sys.addaudithook(lambda event, args: opened.append(1) if event == "open" and str(args[0]) == adapter else None)
+atexit.register(lambda: print(f"adapter opened {len(opened)} times", file=sys.stderr))
+sys.argv = ["ask.py", *sys.argv[2:]]
+runpy.run_path("ask.py", run_name="__main__")
+"""
+
+
+def test_an_extractive_answer_never_reads_the_adapter(tmp_path):
+    """ask.py in extractive mode never calls the model, so it never hashes (or opens) its adapter; the probe's 8 GB
+    file was read whole for nothing."""
+    book = write_book(tmp_path / "book", SMALL_BOOK)
+    with open(big := tmp_path / "huge-adapter.gguf", "wb") as file:
+        file.truncate(1 << 30)  # sparse
+    env = clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_BOOK=str(book),
+                    BOOKRAG_ARTIFACTS_DIR=str(tmp_path / "artifacts"), BOOKRAG_LOCAL_ADAPTER=str(big))
+    result = subprocess.run([sys.executable, "-c", _COUNT_OPENS, str(big), "What does a node do?", "--json"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "adapter opened 0 times" in result.stderr
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from pathlib import Path
 from bookrag.atomic_file import replace_folder, restore_folder
 from bookrag.config import PROJECT_ROOT, Settings, book_name
 from bookrag.errors import ArtifactError
+from bookrag.file_checksum import file_sha256
 from bookrag.json_document import NestedTooDeep, parse_json
 from bookrag.output_folder import OutputFolder, OutputKind
 
@@ -73,10 +74,6 @@ def reader_record(program) -> dict | None:
     training = getattr(program, "training", None)
     return {"adapter": ADAPTER_FILE if training else project_relative(adapter), "sha256": file_sha256(adapter),
             "training": training}
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def dataset_record(path: Path, train: int, dev: int, synthetic: bool) -> dict:

@@ -59,11 +59,33 @@ def make_lm(settings: Settings) -> dspy.LM:
 
 def local_lm(engine: LlamaCppEngine) -> dspy.LM:
     """The `dspy.LM` of an in-process model."""
-    # In-process failures are not transient: nothing to retry. DSPy keys its cache by the call's arguments, and the
-    # model string names the file only by its stem: the metadata tag (which the engine ignores) keys the answers by
-    # the GGUF and the adapter themselves, so another model file or adapter never replays this one's answers.
-    return dspy.LM(f"local/{engine.name}", engine=engine, max_tokens=engine.max_tokens, num_retries=0,
-                   temperature=0.0, metadata={"gguf": engine.identity})
+    # In-process failures are not transient: nothing to retry.
+    return LocalLM(f"local/{engine.name}", engine=engine, max_tokens=engine.max_tokens, num_retries=0,
+                   temperature=0.0)
+
+
+class LocalLM(dspy.LM):
+    """An in-process model's `dspy.LM`. DSPy keys its cache by the call's arguments, and the model string names the
+    file only by its stem: the `metadata` tag (which the engine ignores) keys the answers by the GGUF and the adapter
+    themselves, so another model file or adapter never replays this one's answers.
+
+    The tag is made when a call reads the arguments, not when the LM is made: its adapter part is the checksum of
+    the whole file, which a program that never calls the model (extractive answers) must not pay for."""
+
+    def __init__(self, *args, **kwargs):
+        self._tagged = False  # dspy.LM's __init__ reads the arguments too
+        super().__init__(*args, **kwargs)
+        self._tagged = True
+
+    @property
+    def kwargs(self) -> dict:
+        if self._tagged:
+            self._kwargs["metadata"] = {"gguf": self.engine.identity}
+        return self._kwargs
+
+    @kwargs.setter
+    def kwargs(self, value: dict) -> None:
+        self._kwargs = value
 
 
 def with_adapter(lm: dspy.LM, adapter: Path | None) -> dspy.LM:

@@ -12,7 +12,6 @@ process.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import sys
@@ -40,6 +39,7 @@ from dspy.lm15 import (
     Usage,
 )
 
+from bookrag.file_checksum import file_sha256
 from programs.lm.chat_adapter import REPLY_END
 from programs.lm.lora_adapter_check import check_lora_adapter
 from programs.lm.packaged_model import QWEN_CODER_1_5B, PackagedModel
@@ -320,7 +320,7 @@ def adapter_checksum(path: Path) -> str:
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _CHECKSUMS:
-        _CHECKSUMS[key] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        _CHECKSUMS[key] = file_sha256(path)[:16]
     return _CHECKSUMS[key]
 
 
