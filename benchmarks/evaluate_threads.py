@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from fake_openai import FakeOpenAI, serving
 
 import bookrag.cli  # noqa: F401  (first: sets LITELLM_LOCAL_MODEL_COST_MAP before dspy loads)
-import evaluate
+from programs.cli import evaluate
 
 REPLY = ("[[ ## reasoning ## ]]\nPassage 1 states it.\n\n[[ ## answer ## ]]\nIt is described in the primer.\n\n"
          "[[ ## citations ## ]]\n[1]\n\n[[ ## answerable ## ]]\nTrue\n\n[[ ## completed ## ]]")

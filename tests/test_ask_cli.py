@@ -25,9 +25,9 @@ sys.path.insert(0, str(ROOT))
 
 from fake_openai import FakeOpenAI, _Handler, serving
 
-import ask
 from bookrag.config import REFUSAL_MESSAGE
 from bookrag.errors import AgentError
+from programs.cli import ask
 from programs.rag.response import Citation, Response, Section
 
 SECRETS = {"QDRANT_API_KEY": "sekret-qdrant-5f1c9a7e", "OPENAI_API_KEY": "sekret-openai-8b2d4c6f"}

@@ -116,7 +116,7 @@ BOUNDED_INGEST = """
 import sys
 import retrievers.book_files
 retrievers.book_files.MAX_FILES = 30  # the real bound, 100,000, takes a big folder to reach
-import ingest
+from programs.cli import ingest
 from bookrag.cli import run
 run(ingest.main)
 """

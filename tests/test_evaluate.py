@@ -17,9 +17,9 @@ import dspy
 import pytest
 from conftest import PROJECT_ROOT, SMALL_BOOK, FakeEmbedder, clean_env, killed_between_renames, write_book
 
-import evaluate
 from bookrag.config import REFUSAL_MESSAGE, Settings
 from bookrag.questions import Question
+from programs.cli import evaluate
 from programs.compile.artifact import write_artifact
 from programs.evaluate.reports import program_report
 from programs.rag.book_rag import BookRAG

@@ -10,8 +10,8 @@ import dataclasses
 import pytest
 from conftest import PROJECT_ROOT
 
-import evaluate
 from bookrag.questions import Question
+from programs.cli import evaluate
 from programs.evaluate.figures import (
     BREAKDOWNS,
     CANDIDATE_COLUMNS,
@@ -32,8 +32,8 @@ from programs.evaluate.reports import aggregate, figures_of, group_figures
 
 NAMES = [f.name for f in FIGURES]
 # Every file that shows or stores report figures: none may keep a list of them of its own.
-CONSUMERS = ("evaluate.py", "optimize.py", "programs/evaluate/reports.py", "programs/evaluate/report_files.py",
-             "programs/evaluate/plots.py", "programs/evaluate/program_runs.py", "programs/compile/compiler.py",
+CONSUMERS = ("programs/cli/evaluate.py", "programs/cli/optimize.py", "programs/evaluate/reports.py",
+             "programs/evaluate/report_files.py", "programs/evaluate/plots.py", "programs/evaluate/program_runs.py", "programs/compile/compiler.py",
              "programs/compile/artifact.py")
 
 

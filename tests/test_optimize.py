@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import clean_env, run_script, write_book
 
-import optimize
 from bookrag.questions import load_questions
+from programs.cli import optimize
 from programs.compile.artifact import load_program, read_manifest, write_artifact
 from programs.compile.compiler import compile_program, verdict
 from programs.compile.optimizers import OptimizerSettings, labeled_demos

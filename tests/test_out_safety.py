@@ -15,11 +15,10 @@ from test_artifact import manifest_for
 from test_evaluate import run_evaluate
 from test_optimize import write_questions
 
-import evaluate
-import optimize
 from bookrag.config import Settings
 from bookrag.errors import ArtifactError, BadArgumentError
 from bookrag.output_folder import OutputFolder
+from programs.cli import evaluate, optimize
 from programs.compile.artifact import (
     ARTIFACT_OUTPUT,
     MANIFEST_FILE,

@@ -16,7 +16,7 @@ from conftest import clean_env, run_script, write_book
 
 from bookrag.cli import ScrubbingFormatter, error_line, notice
 from bookrag.questions import Question
-from evaluate import print_programs
+from programs.cli.evaluate import print_programs
 from programs.evaluate.question_row import QuestionRow
 from programs.evaluate.report_files import write_predictions_csv, write_report_json
 from programs.evaluate.reports import aggregate

@@ -143,7 +143,7 @@ def test_an_lm_that_writes_nothing_usable_is_a_dataset_error(index, tmp_path):
 
 
 def test_optimize_without_questions_writes_the_synthetic_set_beside_the_artifact(book, tmp_path, monkeypatch):
-    import optimize
+    from programs.cli import optimize
 
     for name in [k for k in os.environ if k.startswith(("BOOKRAG_", "COHERE_", "QDRANT_"))]:
         monkeypatch.delenv(name)

@@ -12,7 +12,7 @@ from conftest import SMALL_BOOK, clean_env, run_script, write_book
 from bookrag.config import Settings
 from bookrag.errors import BadArgumentError
 from bookrag.output_folder import OutputFolder
-from train_reader import READER_OUTPUT, TRAINING_BOOKS, write_reader
+from programs.cli.train_reader import READER_OUTPUT, TRAINING_BOOKS, write_reader
 
 pytest.importorskip("torch")
 gguf = pytest.importorskip("gguf")

@@ -14,6 +14,7 @@ from bookrag.config import Settings
 from bookrag.errors import BadArgumentError, DatasetError
 from bookrag.output_folder import OutputFolder
 from bookrag.questions import Question, load_questions
+from programs.cli.train_reader import READER_OUTPUT
 from programs.compile.artifact import ARTIFACT_OUTPUT
 from programs.evaluate.report_files import REPORT_OUTPUT
 from programs.evaluate.reports import question_row
@@ -22,7 +23,6 @@ from programs.rag.bounded_question import MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from programs.rag.response import MAX_TITLE_CHARS, Response
 from programs.text.query_terms import name_terms
 from retrievers.passage import Passage
-from train_reader import READER_OUTPUT
 
 
 def test_evaluate_cuts_a_long_question_before_searching_as_ask_does(small_index, fake_embedder):

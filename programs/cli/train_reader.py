@@ -1,0 +1,138 @@
+"""Train the shipped reader: a LoRA adapter for the packaged model, trained on the train splits of the books the team
+labeled, written to `adapters/reader/` (adapter.gguf and its manifest).
+
+    python train_reader.py [--epochs N] [--top-layers N] [--rank N] [--bootstrap] [--out DIR] [--seed N]
+                           [--json] [--verbose]
+
+Its questions: each training book's labeled set, train split only, and its reader-training set
+(`datasets/reader-training/`, every row train). Never book B, never a dev or test split. A book's own compile trains
+on top of this adapter (`python optimize.py --optimizer finetune`).
+Exit codes: 0 written, 2 configuration error, 3 store/embedding/LM error, 4 bad arguments or question file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from bookrag.cli import ArgumentParser, load_settings, notice, setup_logging, user_path
+from bookrag.config import BUNDLED_BOOK, PROJECT_ROOT, SHIPPED_ADAPTER
+from bookrag.errors import BadArgumentError, DatasetError, ExitCode
+from bookrag.output_folder import OutputFolder, OutputKind
+
+SHARED_CORPORA = PROJECT_ROOT.parent / "shared" / "corpora"
+DATASETS = PROJECT_ROOT / "datasets"
+# (book folder, labeled set: its train split is used, reader-training set: every row is train)
+TRAINING_BOOKS = (
+    (BUNDLED_BOOK, DATASETS / "humanoid-primer.csv", DATASETS / "reader-training" / "humanoid-primer.csv"),
+    (SHARED_CORPORA / "physical-ai-book-a", DATASETS / "physical-ai-book-a.csv",
+     DATASETS / "reader-training" / "physical-ai-book-a.csv"),
+    (SHARED_CORPORA / "fastapi-tutorial", DATASETS / "fastapi-tutorial.csv",
+     DATASETS / "reader-training" / "fastapi-tutorial.csv"),
+)
+
+
+READER_OUTPUT = OutputKind("trained reader", "manifest.json", ("adapter", "sha256", "training"),
+                           ("adapter.gguf", "manifest.json"))
+ALPHA_PER_RANK = 2.0  # LoRA's alpha, as a multiple of its rank (alpha = 2 x rank: the update scale stays 2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from programs.compile.finetune import check_can_train
+    from programs.train.lora_config import LoraConfig
+    from programs.train.training_plan import TrainingPlan
+
+    lora, plan = LoraConfig(), TrainingPlan()
+    parser = ArgumentParser(description="Train the shipped reader (a LoRA adapter) on the labeled books' train splits.")
+    parser.add_argument("--epochs", type=int, default=plan.epochs, help=f"passes over the examples (default {plan.epochs})")
+    parser.add_argument("--top-layers", type=int, default=lora.top_layers,
+                        help=f"adapt the model's last N layers (default {lora.top_layers})")
+    parser.add_argument("--rank", type=int, default=lora.rank, help=f"LoRA rank (default {lora.rank})")
+    parser.add_argument("--bootstrap", action="store_true",
+                        help="use the model's own right replies as targets where it has them (one LM call per question "
+                             "whose passages hold its answer); default: the reference answers")
+    parser.add_argument("--out", type=user_path, default=SHIPPED_ADAPTER.parent,
+                        help="folder for adapter.gguf and manifest.json (default: adapters/reader/)")
+    parser.add_argument("--seed", type=int, default=plan.seed, help=f"seed of the order and initial weights (default {plan.seed})")
+    parser.add_argument("--json", action="store_true", help="print the manifest as JSON on stdout, nothing else")
+    parser.add_argument("--verbose", "-v", action="store_true", help="debug logging on stderr")
+    args = parser.parse_args(argv)
+    if min(args.epochs, args.top_layers, args.rank) < 1:
+        parser.error("--epochs, --top-layers and --rank must be at least 1")
+    setup_logging(args.verbose)
+    lora = LoraConfig(rank=args.rank, alpha=ALPHA_PER_RANK * args.rank, top_layers=args.top_layers)
+    plan = TrainingPlan(epochs=args.epochs, seed=args.seed)
+    settings = dataclasses.replace(load_settings(lm="local"), local_adapter=None)  # from the model as it is
+    check_can_train(settings)
+    books = [book for book, _, _ in TRAINING_BOOKS]
+    out = OutputFolder(args.out, READER_OUTPUT).claim(settings, books)  # now, not after hours of training
+    command = shlex.join(["python", "train_reader.py", *(sys.argv[1:] if argv is None else argv)])
+    manifest = train(settings, lora, plan, args.bootstrap, out, command, say=(lambda *_: None) if args.json else notice)
+    print(json.dumps(manifest) if args.json else f"Wrote {args.out}/ (adapter.gguf, manifest.json) in "
+                                                 f"{manifest['training']['minutes']} min")
+    return ExitCode.OK
+
+
+def train(settings, lora, plan, bootstrap: bool, out: Path, command: str, say=notice) -> dict:
+    """Train on every training book and write the adapter and its manifest to `out`; return the manifest."""
+    from programs.compile.artifact import ADAPTER_FILE, file_sha256, project_relative
+    from programs.compile.finetune import FinetuneSettings, ReaderFinetune
+    from programs.lm.language_model import make_lm
+    from programs.rag.book_rag import BookRAG
+    from retrievers import BookIndex
+
+    lm = make_lm(settings)
+    finetune = ReaderFinetune(FinetuneSettings(lora, plan, bootstrap), settings.data_dir / "training" / "reader", say=say)
+    books, records = [], []
+    indexes = [BookIndex(settings, book) for book, _, _ in TRAINING_BOOKS]
+    try:
+        for index, (book, labeled, extra) in zip(indexes, TRAINING_BOOKS, strict=True):
+            index.update(say, None)
+            questions = training_questions(labeled, extra)
+            books.append((BookRAG.from_settings(settings, index, lm=lm), questions))
+            records.append({"book": project_relative(book), "questions": len(questions),
+                            "files": {project_relative(p): file_sha256(p) for p in (labeled, extra)}})
+        adapter = finetune.fit(books)
+    finally:
+        for index in indexes:
+            index.close()
+    manifest = {"adapter": ADAPTER_FILE, "sha256": file_sha256(adapter), "base_model": lm.model,
+                "base_model_identity": lm.engine.identity, "books": records, "training": finetune.record,
+                "command": command,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    write_reader(adapter, manifest, out)
+    return manifest
+
+
+def training_questions(labeled: Path, extra: Path) -> list:
+    """The labeled set's train split and every row of the reader-training set (which must all be train)."""
+    from bookrag.questions import load_questions
+
+    questions = [q for q in load_questions(labeled) if q.split == "train"]
+    more = load_questions(extra)
+    if stray := [q.id for q in more if q.split != "train"]:
+        raise DatasetError(f"{extra} holds rows outside the train split ({', '.join(stray[:3])}): training never "
+                           "reads dev or test questions")
+    return questions + more
+
+
+def write_reader(adapter: Path, manifest: dict, out: Path) -> None:
+    """adapter.gguf and its manifest swapped in together: a killed run leaves the previous pair, whose manifest names
+    its adapter by checksum. `out` is checked again first: files put there during the training are refused, not
+    deleted, and the trained adapter is not lost."""
+    from programs.compile.artifact import ADAPTER_FILE
+
+    def fill(staging: Path) -> None:
+        shutil.copyfile(adapter, staging / ADAPTER_FILE)
+        (staging / READER_OUTPUT.marker).write_text(json.dumps(manifest, indent=1) + "\n")
+
+    try:
+        OutputFolder(out, READER_OUTPUT).replace_whole(fill)
+    except BadArgumentError as exc:
+        raise BadArgumentError(f"{exc}; the trained adapter is kept at {adapter}") from None
+
