@@ -1,7 +1,6 @@
-"""Ask the book (one question, a chat, or --validate): `python ask.py --help`. The command is programs/cli/ask.py."""
+"""`python ask.py`: ask the book. The command, its usage and exit codes: programs/cli/ask.py."""
 
-from bookrag.cli import run
-from programs.cli.ask import main
+from programs.cli.ask import command
 
 if __name__ == "__main__":
-    run(main)
+    command()

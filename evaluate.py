@@ -1,7 +1,6 @@
-"""Accuracy reports of a program over labeled questions: `python evaluate.py --help`. The command is programs/cli/evaluate.py."""
+"""`python evaluate.py`: accuracy reports. The command, its usage and exit codes: programs/cli/evaluate.py."""
 
-from bookrag.cli import run
-from programs.cli.evaluate import main
+from programs.cli.evaluate import command
 
 if __name__ == "__main__":
-    run(main)
+    command()

@@ -1,7 +1,6 @@
-"""Index a Markdown book: `python ingest.py --help`. The command is programs/cli/ingest.py."""
+"""`python ingest.py`: index a book. The command, its usage and exit codes: programs/cli/ingest.py."""
 
-from bookrag.cli import run
-from programs.cli.ingest import main
+from programs.cli.ingest import command
 
 if __name__ == "__main__":
-    run(main)
+    command()

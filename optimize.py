@@ -1,7 +1,6 @@
-"""Compile the program against a labeled question set: `python optimize.py --help`. The command is programs/cli/optimize.py."""
+"""`python optimize.py`: compile the program. Its command, usage and exit codes: programs/cli/optimize.py."""
 
-from bookrag.cli import run
-from programs.cli.optimize import main
+from programs.cli.optimize import command
 
 if __name__ == "__main__":
-    run(main)
+    command()

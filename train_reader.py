@@ -1,7 +1,6 @@
-"""Train the shipped reader: `python train_reader.py --help`. The command is programs/cli/train_reader.py."""
+"""`python train_reader.py`: train the reader. The command and its usage: programs/cli/train_reader.py."""
 
-from bookrag.cli import run
-from programs.cli.train_reader import main
+from programs.cli.train_reader import command
 
 if __name__ == "__main__":
-    run(main)
+    command()

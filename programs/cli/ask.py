@@ -23,6 +23,7 @@ from bookrag.cli import (
     error_line,
     load_settings,
     notice,
+    run,
     setting_type,
     setup_logging,
     user_path,
@@ -257,3 +258,7 @@ def show_details(console, response) -> None:
 def _number(value) -> str:
     return "-" if value is None else f"{value:.3f}"
 
+
+def command() -> None:
+    """`bookrag-ask` (installed) and `python ask.py`: main() under the CLI's one error handler."""
+    run(main)

@@ -23,7 +23,7 @@ from argparse import ArgumentTypeError
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bookrag.cli import ArgumentParser, load_settings, notice, setting_type, setup_logging, user_path
+from bookrag.cli import ArgumentParser, load_settings, notice, run, setting_type, setup_logging, user_path
 from bookrag.config import (
     BUNDLED_QUESTIONS,
     DEFAULT_SEARCH_MODE,
@@ -401,3 +401,7 @@ def print_retrieval(report: dict) -> None:
     console.print(f"MRR {report['mrr']:.3f}   query p50 {report['latency_p50_ms']:.1f} ms, "
                   f"p95 {report['latency_p95_ms']:.1f} ms")
 
+
+def command() -> None:
+    """`bookrag-evaluate` (installed) and `python evaluate.py`: main() under the CLI's one error handler."""
+    run(main)

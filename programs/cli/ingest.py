@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from bookrag.cli import ArgumentParser, load_settings, setup_logging, user_path
+from bookrag.cli import ArgumentParser, load_settings, run, setup_logging, user_path
 from bookrag.errors import ExitCode
 from bookrag.terminal_text import printable
 
@@ -34,3 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{index.collection}: {report.summary()}")
     return ExitCode.OK
 
+
+def command() -> None:
+    """`bookrag-ingest` (installed) and `python ingest.py`: main() under the CLI's one error handler."""
+    run(main)

@@ -22,7 +22,7 @@ import random
 import time
 from pathlib import Path
 
-from bookrag.cli import ArgumentParser, load_settings, notice, setup_logging, user_path
+from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging, user_path
 from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, book_name
 from bookrag.errors import DatasetError, ExitCode
 
@@ -180,3 +180,7 @@ def _print_selection(manifest: dict) -> None:
 def _figure(value: float) -> str:
     return str(value) if isinstance(value, int) else f"{value:.3f}"
 
+
+def command() -> None:
+    """`bookrag-optimize` (installed) and `python optimize.py`: main() under the CLI's one error handler."""
+    run(main)

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from bookrag.cli import ArgumentParser, load_settings, notice, setup_logging, user_path
+from bookrag.cli import ArgumentParser, load_settings, notice, run, setup_logging, user_path
 from bookrag.config import BUNDLED_BOOK, PROJECT_ROOT, SHIPPED_ADAPTER
 from bookrag.errors import BadArgumentError, DatasetError, ExitCode
 from bookrag.output_folder import OutputFolder, OutputKind
@@ -136,3 +136,7 @@ def write_reader(adapter: Path, manifest: dict, out: Path) -> None:
     except BadArgumentError as exc:
         raise BadArgumentError(f"{exc}; the trained adapter is kept at {adapter}") from None
 
+
+def command() -> None:
+    """`bookrag-train-reader` (installed) and `python train_reader.py`: main() under the CLI's one error handler."""
+    run(main)
