@@ -188,8 +188,10 @@ SIZE = 64 << 20
 
 @pytest.fixture
 def big_adapter(tmp_path) -> Path:
-    with open(path := tmp_path / "big.gguf", "wb") as file:
-        file.truncate(SIZE)  # sparse: zeros, no disk
+    """A LoRA adapter of 64 MB: a small one followed by zeros, which llama.cpp never reads."""
+    path = adapter(tmp_path / "big.gguf", fitting())
+    with open(path, "r+b") as file:
+        file.truncate(SIZE)  # sparse: no disk
     return path
 
 
@@ -207,10 +209,20 @@ def test_the_adapter_checksum_reads_the_file_in_chunks(big_adapter):
     """A 64 MB file is hashed with a small buffer: the base model named as the adapter took 1.2 GB, an 8 GB file
     under a 3 GB memory limit was exit 70."""
     expected = hashlib.sha256()
-    for _ in range(SIZE >> 20):
-        expected.update(bytes(1 << 20))
+    with open(big_adapter, "rb") as file:
+        while chunk := file.read(1 << 20):
+            expected.update(chunk)
     assert peak_memory(lambda: adapter_checksum(big_adapter)) < 4 << 20
     assert adapter_checksum(big_adapter) == expected.hexdigest()[:16]
+
+
+def test_a_file_that_is_no_adapter_is_refused_before_it_is_hashed(tmp_path):
+    """A generated answer's first call hashes the adapter for the cache key: 8 GB of something else took 44 s on 2
+    cores before the check that refused it."""
+    with open(zeros := tmp_path / "zeros.gguf", "wb") as file:
+        file.truncate(SIZE)
+    with pytest.raises(BadAdapter, match=f"the LoRA adapter {zeros} is not a GGUF file"):
+        adapter_checksum(zeros)
 
 
 def test_loading_a_compiled_program_hashes_the_configured_adapter_in_chunks(big_adapter, tmp_path):

@@ -41,7 +41,7 @@ from dspy.lm15 import (
 
 from bookrag.file_checksum import file_sha256
 from programs.lm.chat_adapter import REPLY_END
-from programs.lm.lora_adapter_check import check_lora_adapter
+from programs.lm.lora_adapter_check import check_lora_adapter, check_lora_file
 from programs.lm.packaged_model import QWEN_CODER_1_5B, PackagedModel
 from programs.lm.prompt_prefix_store import MIN_TOKENS, PromptPrefixStore
 
@@ -316,10 +316,12 @@ class LlamaOutput:
 
 
 def adapter_checksum(path: Path) -> str:
-    """The first 16 hex digits of an adapter file's sha256 (a few MB: milliseconds), remembered per file state."""
+    """The first 16 hex digits of an adapter file's sha256 (a few MB: milliseconds), remembered per file state; a
+    file that is no LoRA adapter is refused first (BadAdapter), not hashed."""
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _CHECKSUMS:
+        check_lora_file(path)
         _CHECKSUMS[key] = file_sha256(path)[:16]
     return _CHECKSUMS[key]
 

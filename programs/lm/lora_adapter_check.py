@@ -46,11 +46,24 @@ class BadAdapter(ConfigError):
 
 def check_lora_adapter(adapter: Path, model: Path) -> None:
     """Raise BadAdapter, naming the file and what is wrong, unless llama.cpp can apply `adapter` to `model`."""
+    header, pairs = _checked_file(adapter)
+    model_header = _header(model, f"the model {model}", "point BOOKRAG_LOCAL_MODEL at a .gguf model")
+    try:
+        _fits(header, pairs, model_header)
+    except _Problem as problem:
+        raise BadAdapter(f"the LoRA adapter {adapter} {problem}: {_FIX}") from None
+
+
+def check_lora_file(adapter: Path) -> None:
+    """Raise BadAdapter unless `adapter` is a LoRA adapter GGUF that llama.cpp reads, whatever the model: its header
+    alone, read before the file is hashed whole (a model named as the adapter is gigabytes)."""
+    _checked_file(adapter)
+
+
+def _checked_file(adapter: Path) -> tuple[GGUFHeader, dict[str, tuple[TensorInfo, TensorInfo]]]:
     header = _header(adapter, f"the LoRA adapter {adapter}", _FIX)
     try:
-        pairs = _lora_pairs(header)
-        model_header = _header(model, f"the model {model}", "point BOOKRAG_LOCAL_MODEL at a .gguf model")
-        _fits(header, pairs, model_header)
+        return header, _lora_pairs(header)
     except _Problem as problem:
         raise BadAdapter(f"the LoRA adapter {adapter} {problem}: {_FIX}") from None
 
