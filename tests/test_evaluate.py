@@ -88,17 +88,17 @@ def test_json_prints_one_object_with_the_summary_of_the_program(workspace, capsy
     assert summary["citation_validity"] == 1.0  # the extractive answerer cites only what it retrieved
 
 
-def test_json_and_report_json_keep_the_renamed_figures_under_their_old_names_too(workspace, capsys):
-    """Issue 40 renamed answer_accuracy and a group's answerable, accuracy, right and wrongly_refused: a script
-    that reads the old keys still finds them, with the new figure's value."""
+def test_json_and_report_json_write_each_figure_once_under_its_one_name(workspace, capsys):
+    """The names issue 40 replaced (answer_accuracy; a group's answerable, accuracy, right, wrongly_refused) are
+    written no more beside key_fact_accuracy, n_answerable, pass_rate and false_refusal_rate."""
     assert run_evaluate(workspace, "--zero-shot", "--json") == 0
     summary = only_json(capsys)
     report = json.loads((workspace["out"] / "report.json").read_text())["programs"]["zero-shot"]
     for figures in (summary, report):
-        assert figures["answer_accuracy"] == figures["key_fact_accuracy"]
+        assert "answer_accuracy" not in figures and "key_fact_accuracy" in figures
         for group in (*figures["per_category"].values(), *figures["per_style"].values()):
-            assert (group["answerable"], group["accuracy"], group["right"], group["wrongly_refused"]) == (
-                group["n_answerable"], group["pass_rate"], group["key_fact_accuracy"], group["false_refusal_rate"])
+            assert not {"answerable", "accuracy", "right", "wrongly_refused"} & set(group)
+            assert {"n_answerable", "pass_rate", "key_fact_accuracy", "false_refusal_rate"} <= set(group)
 
 
 def test_a_book_edited_since_its_last_run_is_said_so_and_indexed_again(workspace, capsys):
@@ -203,14 +203,7 @@ def test_without_a_program_flag_the_default_artifact_is_used_if_compiled(workspa
 def test_min_combined_gates_the_combined_score(workspace, capsys, threshold, code):
     assert run_evaluate(workspace, "--baseline", "--min-combined", threshold) == code  # the seed design: below 1
     err = capsys.readouterr().err
-    assert ("below --min-combined" in err) is (code == 5) and "deprecated" not in err
-
-
-def test_min_accuracy_is_the_old_name_of_min_combined_and_says_so(workspace, capsys):
-    assert run_evaluate(workspace, "--baseline", "--min-accuracy", "1.0", "--json") == 5  # users' scripts still gate
-    err = capsys.readouterr().err
-    assert "--min-accuracy is deprecated: use --min-combined" in err and "below --min-combined 1.0" in err
-    assert json.loads((workspace["out"] / "report.json").read_text())["settings"]["min_combined"] == 1.0
+    assert ("below --min-combined" in err) is (code == 5)
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -218,17 +211,14 @@ def test_min_accuracy_is_the_old_name_of_min_combined_and_says_so(workspace, cap
     (["--zero-shot", "--baseline"], "not allowed with argument"),
     (["--compare", "baseline", "baseline"], "two different programs"),
     (["--program", "no/such/artifact"], "is not an artifact folder"),
-    (["--zero-shot", "--k", "3"], "apply to --retrieval-only"),
     (["--zero-shot", "--top-k", "3"], "apply to --retrieval-only"),
     (["--retrieval-only", "--top-k", "51"], "argument --top-k: must be between 1 and 50, got 51"),
-    (["--retrieval-only", "--k", "51"], "argument --k: must be between 1 and 50, got 51"),  # was run with 51
-    (["--retrieval-only", "--k", "0"], "argument --k: must be between 1 and 50, got 0"),
-    (["--retrieval-only", "--k", "2", "--top-k", "2"], "give --top-k alone"),
+    (["--retrieval-only", "--top-k", "0"], "argument --top-k: must be between 1 and 50, got 0"),
+    (["--retrieval-only", "--k", "4"], "unrecognized arguments: --k"),  # the old names, one for each setting
+    (["--zero-shot", "--min-accuracy", "0.5"], "unrecognized arguments: --min-accuracy"),
     (["--zero-shot", "--semantic-f1"], "needs a hosted LM judge"),
     (["--zero-shot", "--min-combined", "2"], "--min-combined is a combined score from 0 to 1, got 2.0"),
     (["--zero-shot", "--min-combined", "-0.1"], "--min-combined is a combined score from 0 to 1"),
-    (["--zero-shot", "--min-accuracy", "2"], "--min-combined is a combined score from 0 to 1, got 2.0"),
-    (["--zero-shot", "--min-accuracy", "0.5", "--min-combined", "0.5"], "give --min-combined alone"),
 ])
 def test_bad_arguments_exit_4_before_touching_the_index(workspace, capsys, args, message):
     with pytest.raises(SystemExit) as exc:
@@ -239,15 +229,12 @@ def test_bad_arguments_exit_4_before_touching_the_index(workspace, capsys, args,
 
 
 def test_retrieval_only_reads_top_k_as_every_top_k_does(workspace, capsys, monkeypatch):
-    """BOOKRAG_TOP_K, then --top-k, as ask.py and the programs read them; --k, its old name, still works."""
+    """BOOKRAG_TOP_K, then --top-k, as ask.py and the programs read them."""
     monkeypatch.setenv("BOOKRAG_TOP_K", "2")
     assert run_evaluate(workspace, "--retrieval-only", "--json") == 0
     assert only_json(capsys)["k"] == 2
     assert run_evaluate(workspace, "--retrieval-only", "--top-k", "3", "--json") == 0
     assert only_json(capsys)["k"] == 3
-    assert run_evaluate(workspace, "--retrieval-only", "--k", "4", "--json") == 0
-    captured = capsys.readouterr()
-    assert json.loads(captured.out)["k"] == 4 and "--k is deprecated: use --top-k" in captured.err
 
 
 def test_a_split_without_questions_is_a_question_file_error(workspace):
@@ -305,7 +292,7 @@ def test_program_report_aggregates_the_per_question_metrics():
     assert report["combined"] == pytest.approx((1.0 + 0.45 + 0 + 1 + 0) / 5)
     assert report["token_f1"] == pytest.approx((1.0 + 0.0) / 2)  # questions with a reference; refused scores 0
     assert report["answer_words_p50"] == 4
-    assert report["key_fact_accuracy"] == report["answer_accuracy"] == pytest.approx(1 / 3)  # its name before
+    assert report["key_fact_accuracy"] == pytest.approx(1 / 3)
     assert report["key_facts_in_answers"] == pytest.approx(1 / 2)  # of the two answered
     assert report["refusal_recall"] == pytest.approx(1 / 2)
     assert report["false_refusal_rate"] == pytest.approx(1 / 3)
@@ -317,10 +304,7 @@ def test_program_report_aggregates_the_per_question_metrics():
     assert report["per_category"]["factual"] == {
         "n": 3, "n_answerable": 3, "pass_rate": pytest.approx(1 / 3), "combined": pytest.approx(1.45 / 3),
         "token_f1": 0.5, "answer_words_p50": 4, "key_fact_accuracy": pytest.approx(1 / 3),
-        "false_refusal_rate": pytest.approx(1 / 3), "wrong_or_partial": pytest.approx(1 / 3),
-        # the names before issue 40, still written for the scripts that read them
-        "answerable": 3, "accuracy": pytest.approx(1 / 3), "right": pytest.approx(1 / 3),
-        "wrongly_refused": pytest.approx(1 / 3)}
+        "false_refusal_rate": pytest.approx(1 / 3), "wrong_or_partial": pytest.approx(1 / 3)}
     assert report["per_category"]["near-miss"]["pass_rate"] == 0.5
     assert [r["passed"] for r in report["rows"]] == [True, False, False, True, False]
     assert report["rows"][0]["top_dense"] == 0.6 and report["tokens_per_question"] == 0

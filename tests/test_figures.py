@@ -20,8 +20,6 @@ from programs.evaluate.figures import (
     GROUP,
     HEADLINE,
     QUESTION_FIGURES,
-    RENAMED,
-    RENAMED_IN_GROUPS,
     SCORES,
     SUMMARY,
     TERMINAL,
@@ -53,7 +51,7 @@ def rows(semantic: bool) -> list[QuestionRow]:
 def test_aggregate_returns_the_figures_of_the_table_in_its_order(semantic):
     report = aggregate(rows(semantic))
     expected = [name for name in NAMES if semantic or name != "semantic_f1"]  # semantic F1 needs an LM judge
-    assert list(report) == [*expected, *BREAKDOWNS, *RENAMED]  # the old names of renamed figures last
+    assert list(report) == [*expected, *BREAKDOWNS]
 
 
 def test_a_groups_figures_are_the_report_figures_marked_group_over_its_questions():
@@ -63,8 +61,7 @@ def test_a_groups_figures_are_the_report_figures_marked_group_over_its_questions
                                      mode="refused", refused=True, key_fact_recall=0.0, token_f1=0.0)
     factual = [questions[0], wrongly_refused]
     figures = figures_of(factual)
-    assert group_figures(factual) == {**{name: figures[name] for name in GROUP},
-                                      **{old: figures[new] for old, new in RENAMED_IN_GROUPS.items()}}
+    assert group_figures(factual) == {name: figures[name] for name in GROUP}
     assert aggregate([*questions, wrongly_refused])["per_category"]["factual"] == group_figures(factual)
     assert figures["false_refusal_rate"] == figures["key_fact_accuracy"] == 0.5
 
@@ -87,7 +84,7 @@ def test_the_summary_holds_every_figure_of_the_report():
     report = {**aggregate(rows(True)), "rows": [], "gate": {}, "k": 5}
     summary = evaluate.summary("zero-shot", report)
     assert list(summary) == ["program", *SUMMARY]
-    assert SUMMARY == (*NAMES, *BREAKDOWNS, *RENAMED)  # every figure is in --json today
+    assert SUMMARY == (*NAMES, *BREAKDOWNS)  # every figure is in --json today
 
 
 def test_the_terminal_table_shows_the_labeled_figures_in_table_order(capsys, monkeypatch):

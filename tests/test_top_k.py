@@ -1,6 +1,5 @@
 """One name and one default for top-k (issue 40): the default and the search modes are written in bookrag/config.py
-alone, and the program's API spells it `top_k` as the settings, ask.py and `ask` do; `k`, BookRAG's old name, still
-works and warns."""
+alone, and the program's API spells it `top_k` as the settings, ask.py and `ask` do: `k`, its old name, is gone."""
 
 from __future__ import annotations
 
@@ -93,25 +92,24 @@ def test_a_program_reads_top_k_passages_by_default_and_as_a_call_asks():
     assert rag.retriever.asked == [3, 2, 4]
 
 
-def test_k_the_old_name_of_top_k_still_works_and_says_to_use_top_k():
-    with pytest.warns(DeprecationWarning, match=r"BookRAG\(k=\.\.\.\) is deprecated: use top_k="):
-        rag = program(k=3)
-    assert rag.top_k == 3
-    with pytest.warns(DeprecationWarning, match=r"BookRAG\.forward\(k=\.\.\.\) is deprecated: use top_k="):
+def test_top_k_is_the_one_name_k_is_gone():
+    """The constructor, forward, aforward and the attribute take `top_k` alone."""
+    import asyncio
+
+    with pytest.raises(TypeError, match="'k'"):
+        program(k=3)
+    rag = program(top_k=3)
+    with pytest.raises(TypeError, match="'k'"):
         rag(question="What is a node?", k=2)
-    with pytest.warns(DeprecationWarning, match=r"BookRAG\.k is deprecated: use top_k"):
-        assert rag.k == 3
-    with pytest.warns(DeprecationWarning, match=r"BookRAG\.k is deprecated: use top_k"):
-        rag.k = 4
-    assert rag.top_k == 4 and rag.retriever.asked == [2]
+    with pytest.raises(TypeError, match="'k'"):
+        asyncio.run(rag.acall(question="What is a node?", k=1))
+    assert not hasattr(rag, "k") and rag.retriever.asked == []
     assert BookRAG(None, None, 6).top_k == 6  # by position, as before
 
 
-def test_acall_takes_top_k_and_the_old_k():
+def test_acall_takes_top_k():
     import asyncio
 
     rag = program(top_k=3)
     asyncio.run(rag.acall(question="What is a node?", top_k=2))
-    with pytest.warns(DeprecationWarning, match=r"BookRAG\.aforward\(k=\.\.\.\) is deprecated: use top_k="):
-        asyncio.run(rag.acall(question="What is a node?", k=1))
-    assert rag.retriever.asked == [2, 1]
+    assert rag.retriever.asked == [2]

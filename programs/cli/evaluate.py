@@ -79,7 +79,6 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--min-combined", type=float, metavar="X",
                         help="exit 5 when the combined score (0..1) of the evaluated program, with --compare of B, "
                              "is below X")
-    parser.add_argument("--min-accuracy", type=float, metavar="X", help="the old name of --min-combined (deprecated)")
     parser.add_argument("--out", type=user_path, help="report folder (default: reports/<book>-<split>/)")
     parser.add_argument("--threads", type=int, default=1,
                         help="questions answered at once, for a hosted LM (default 1; the local model already uses "
@@ -89,7 +88,6 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--top-k", type=setting_type("top_k"),
                         help=f"--retrieval-only: passages retrieved per question, 1 to {MAX_TOP_K} (default: "
                              f"BOOKRAG_TOP_K or {DEFAULT_TOP_K})")
-    parser.add_argument("--k", type=setting_type("top_k"), help="the old name of --top-k (deprecated)")
     parser.add_argument("--mode", choices=SEARCH_MODES,
                         help=f"--retrieval-only: search mode (default {DEFAULT_SEARCH_MODE})")
     parser.add_argument("--mmr", action="store_true", help="--retrieval-only: diversify passages with MMR")
@@ -112,25 +110,8 @@ def style_names(text: str) -> tuple[str, ...]:
         raise ArgumentTypeError(str(exc)) from None
 
 
-# Flags renamed in issue 40, {old: new}: the old one still works, and says to use the new one.
-RENAMED_FLAGS = {"--min-accuracy": "--min-combined", "--k": "--top-k"}
-
-
-def take_renamed_flags(parser: ArgumentParser, args) -> None:
-    """An old flag's value as its new flag's, with a notice to use the new name; both given exits 4."""
-    for old, new in RENAMED_FLAGS.items():
-        old_dest, new_dest = (flag.removeprefix("--").replace("-", "_") for flag in (old, new))
-        if getattr(args, old_dest) is None:
-            continue
-        if getattr(args, new_dest) is not None:
-            parser.error(f"{old} is the old name of {new}: give {new} alone")
-        notice(f"{old} is deprecated: use {new}, the same setting under its new name")
-        setattr(args, new_dest, getattr(args, old_dest))
-
-
 def check_arguments(parser: ArgumentParser, args) -> None:
     """Bounds and combinations of the flags: a bad one exits 4 before any work."""
-    take_renamed_flags(parser, args)
     if args.threads < 1:
         parser.error("--threads must be at least 1")
     if not args.retrieval_only and (args.top_k is not None or args.mode or args.mmr):

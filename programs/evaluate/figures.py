@@ -61,13 +61,8 @@ FIGURES = (
 )
 # The report's blocks of figures per group of questions ({group: figures}), in --json beside the figures.
 BREAKDOWNS = ("per_category", "per_style")
-# Report keys renamed in issue 40 ({old: new}), still written after the figures under their old names too, so a
-# script reading report.json or --json keeps working; shown nowhere else. RENAMED_IN_GROUPS: in each group's figures.
-RENAMED = {"answer_accuracy": "key_fact_accuracy"}
-RENAMED_IN_GROUPS = {"answerable": "n_answerable", "accuracy": "pass_rate", "right": "key_fact_accuracy",
-                     "wrongly_refused": "false_refusal_rate"}
 
-SUMMARY = tuple(f.name for f in FIGURES if f.summary) + BREAKDOWNS + tuple(RENAMED)
+SUMMARY = tuple(f.name for f in FIGURES if f.summary) + BREAKDOWNS
 TERMINAL = tuple(f for f in FIGURES if f.label is not None)
 GROUP = tuple(f.name for f in FIGURES if f.group)
 HEADLINE = tuple(f.name for f in FIGURES if f.headline)

@@ -12,7 +12,7 @@ from bookrag.errors import BookragError, ConfigError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate import metrics
-from programs.evaluate.figures import FIGURES, GROUP, RENAMED, RENAMED_IN_GROUPS
+from programs.evaluate.figures import FIGURES, GROUP
 from programs.evaluate.question_row import QuestionRow
 from programs.evaluate.styles import style_group
 from programs.rag.response import ResponseMode, token_usage
@@ -182,17 +182,16 @@ def aggregate(rows: list[QuestionRow]) -> dict:
         by_category[r.category].append(r)
         if styled and (style := style_group(r.style, r.answerable)) is not None:  # answerable, no style: in none
             by_style[style].append(r)
-    report = {**figures_of(rows),
-              "per_category": {category: group_figures(items) for category, items in sorted(by_category.items())},
-              "per_style": {style: group_figures(items) for style, items in sorted(by_style.items())}}
-    return with_old_names(report, RENAMED)
+    return {**figures_of(rows),
+            "per_category": {category: group_figures(items) for category, items in sorted(by_category.items())},
+            "per_style": {style: group_figures(items) for style, items in sorted(by_style.items())}}
 
 
 def group_figures(items: list[QuestionRow]) -> dict:
     """The figures of a group of questions (a category, a style): the report's figures marked `group` in the
     figures table, over the group's questions."""
     figures = figures_of(items)
-    return with_old_names({name: figures[name] for name in GROUP}, RENAMED_IN_GROUPS)
+    return {name: figures[name] for name in GROUP}
 
 
 def figures_of(rows: list[QuestionRow]) -> dict:
@@ -239,11 +238,6 @@ def figures_of(rows: list[QuestionRow]) -> dict:
     if any(r.semantic_f1 is not None for r in rows):
         figures["semantic_f1"] = mean(r.semantic_f1 or 0.0 for r in answerable)
     return {f.name: figures[f.name] for f in FIGURES if f.name in figures}
-
-
-def with_old_names(figures: dict, renamed: dict[str, str]) -> dict:
-    """`figures`, then each renamed one under its old name too (figures.py RENAMED): the same value."""
-    return {**figures, **{old: figures[new] for old, new in renamed.items()}}
 
 
 def share(flags) -> float:

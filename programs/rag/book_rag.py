@@ -23,7 +23,6 @@ from bookrag.config import (
     SearchMode,
     Settings,
 )
-from bookrag.deprecation import RenamedAttribute, renamed_argument
 from bookrag.questions import follow_up_text
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_errors, lm_mode, make_lm
@@ -64,7 +63,7 @@ class BookRAG(AskAPI, dspy.Module):
         lm: The `dspy.LM` that writes answers, rewrites follow-ups and expands queries. None: answers are
             extractive whatever `answer_mode` says.
         top_k: How many passages a question retrieves and the answer reads, unless a call passes its own
-            (`forward(..., top_k=)`, `ask(..., top_k=)`). `k=`, its old name, still works and warns.
+            (`forward(..., top_k=)`, `ask(..., top_k=)`).
         search_mode: `hybrid` (dense and BM25 fused), `dense` or `sparse`. A hybrid search whose passages miss most of
             the question's words is done again by meaning alone (`search`).
         answer_mode: `generated` (the LM's ChainOfThought over the passages) or `extractive` (the book's own
@@ -79,18 +78,16 @@ class BookRAG(AskAPI, dspy.Module):
         >>> program.ask("How tall is Kestrel?").citations
     """
 
-    k = RenamedAttribute("top_k")  # the old name of `top_k`
-
     def __init__(self, retriever=None, lm: dspy.LM | None = None, top_k: int = DEFAULT_TOP_K,
                  search_mode: SearchMode = DEFAULT_SEARCH_MODE, answer_mode: str = "generated", expand: str = "none",
-                 context_words: int | None = None, k: int | None = None):
+                 context_words: int | None = None):
         super().__init__()
         self.rewrite = dspy.Predict(RewriteQuery)
         self.generate = dspy.ChainOfThought(AnswerWithCitations, rationale_field=dspy.OutputField(desc=REASONING))
         self.gate = RefusalGate()
         self.extract = ExtractiveAnswer()
         self.retriever, self.lm = retriever, lm
-        self.top_k, self.search_mode = renamed_argument("BookRAG", "k", "top_k", k, top_k), search_mode
+        self.top_k, self.search_mode = top_k, search_mode
         self.answer_mode = AnswerMode(answer_mode)
         # The LM reads the passages' best sentences (a small local model reads ~60-90 tokens/s), or whole passages.
         if context_words is None:
@@ -124,11 +121,10 @@ class BookRAG(AskAPI, dspy.Module):
         return self.answer_mode == AnswerMode.GENERATED and self.lm is not None
 
     def forward(self, question: str, history=(), selected_text: str = "", module: str | None = None,
-                top_k: int | None = None, k: int | None = None) -> dspy.Prediction:
+                top_k: int | None = None) -> dspy.Prediction:
         question = bounded_question(question)  # every path to an answer (ask, evaluate, optimize) comes through here
         if selected_text:
             return answer_from_selection(self, question, selected_text, format_history(history))
-        top_k = renamed_argument("BookRAG.forward", "k", "top_k", k, top_k)
         decision = self.judge(question, history, top_k=top_k, module=module)
         if not decision.answerable:
             return self.refused(decision, RefusalReason.GATE)
@@ -136,7 +132,7 @@ class BookRAG(AskAPI, dspy.Module):
         return self.checked(question, history, decision, written)
 
     async def aforward(self, question: str, history=(), selected_text: str = "", module: str | None = None,
-                       top_k: int | None = None, k: int | None = None) -> dspy.Prediction:
+                       top_k: int | None = None) -> dspy.Prediction:
         """`forward` on an event loop (`await program.acall(question=...)`): the LM is awaited (`apredict`: DSPy's
         async path, or a worker thread for an engine without one, as the local model's). The search and the gate
         run in a worker thread: they may wait on the network (Cohere's embeddings, a Qdrant server, a hosted LM's
@@ -145,7 +141,6 @@ class BookRAG(AskAPI, dspy.Module):
         question = bounded_question(question)
         if selected_text:
             return await aanswer_from_selection(self, question, selected_text, format_history(history))
-        top_k = renamed_argument("BookRAG.aforward", "k", "top_k", k, top_k)
         decision = await asyncio.to_thread(self.judge, question, history, top_k, module)
         if not decision.answerable:
             return self.refused(decision, RefusalReason.GATE)
