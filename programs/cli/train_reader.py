@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 def train(settings, lora, plan, bootstrap: bool, out: Path, command: str, say=notice) -> dict:
     """Train on every training book and write the adapter and its manifest to `out`; return the manifest."""
     from programs.compile.artifact import ADAPTER_FILE, file_sha256, project_relative
-    from programs.compile.finetune import FinetuneSettings, ReaderFinetune
+    from programs.compile.finetune import ReaderFinetune
+    from programs.compile.finetune_settings import FinetuneSettings
     from programs.lm.language_model import make_lm
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex

@@ -15,7 +15,6 @@ import json
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookrag.disk_space import MB, disk_full_is_an_error, require_free
@@ -23,24 +22,16 @@ from bookrag.errors import ConfigError, DatasetError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.compile.artifact import ADAPTER_FILE, project_relative
+from programs.compile.finetune_settings import FinetuneSettings
 from programs.compile.reader_targets import ReaderTarget, reader_targets
 from programs.lm.chat_adapter import REPLY_END, BookChatAdapter
 from programs.lm.language_model import with_adapter
 from programs.lm.llama_cpp_engine import LlamaCppEngine
 from programs.train.cpu import cpu_description, training_precision
-from programs.train.lora_config import LoraConfig
-from programs.train.training_plan import TrainingPlan
 
 HELD_OUT_SHARE = 0.1  # of the training examples, held out for early stopping (at least 8)
 # Room the training needs: the frozen layers' outputs (1-3 MB an example), two checkpoints, the adapter.
 TRAINING_SPACE = 2_000 * MB
-
-
-@dataclass(frozen=True)
-class FinetuneSettings:
-    lora: LoraConfig = field(default_factory=LoraConfig)
-    plan: TrainingPlan = field(default_factory=TrainingPlan)
-    bootstrap: bool = True  # the program's own right replies as targets where it has them
 
 
 class ReaderFinetune:

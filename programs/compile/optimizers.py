@@ -89,7 +89,8 @@ def compile_predictors(program, settings: OptimizerSettings, train: list[Questio
 def finetune(program, settings: OptimizerSettings, train: list[Question]):
     """The program answering through a LoRA adapter trained on `train` (programs/compile/finetune.py); the
     training's record is the compiled program's `training`, for the manifest."""
-    from programs.compile.finetune import FinetuneSettings, ReaderFinetune
+    from programs.compile.finetune import ReaderFinetune
+    from programs.compile.finetune_settings import FinetuneSettings
     from programs.train.training_plan import TrainingPlan
 
     plan = TrainingPlan(epochs=settings.epochs, seed=settings.seed)
