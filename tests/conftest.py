@@ -1,4 +1,5 @@
-"""Shared fixtures: a fast deterministic fake embedder, small books written into tmp_path, CLI runners.
+"""Shared fixtures: a fast deterministic fake embedder, small books written into tmp_path, CLI runners, the tiny
+book of the BookRAG tests (tiny_book.py), a fake hosted LM and a fake Cohere server.
 
 Only tests/test_minilm.py (in-process) and the evaluate CLI test (in a subprocess) load the real MiniLM model;
 everything else embeds with `FakeEmbedder`, a hashed bag of words.
@@ -15,7 +16,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,13 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 if str(PROJECT_ROOT) not in sys.path:  # so `python -m pytest` and plain `pytest` both find the packages
     sys.path.insert(0, str(PROJECT_ROOT))
 
+from fake_cohere import CohereServer, FakeCohere
+from fake_openai import FakeOpenAI, serving
+from question_files import EVALUATE_QUESTIONS
+from tiny_book import BOOK, HashedEmbedder, pin_gate
+
 from bookrag.config import Settings
+from programs.cli import evaluate
 from retrievers.book_index import BookIndex
 
 _WORD = re.compile(r"\w+")
@@ -185,6 +194,13 @@ def small_index(settings, small_book, fake_embedder):
     index.close()
 
 
+def manifest_for(index, **changes) -> dict:
+    manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "local", "embedder": index.embedder.name,
+                "collection": index.collection, "book": str(index.book_dir),
+                "index_fingerprint": index.fingerprint(), "answer_mode": "extractive"}  # as the tests' programs answer
+    return {**manifest, **changes}
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """The current environment without any bookrag/Cohere/Qdrant configuration, plus `extra`.
 
@@ -210,6 +226,29 @@ def run_script(script: str, *args: str, cwd: Path, env: dict[str, str], timeout:
         [sys.executable, str(PROJECT_ROOT / script), *map(str, args)],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False,
     )
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    """evaluate.py in process (`run_evaluate`): a book, a question file and a data folder in tmp_path; the fake
+    embedder wherever a BookIndex is opened."""
+    for name in [k for k in os.environ if k.startswith(("BOOKRAG_", "COHERE_", "QDRANT_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("BOOKRAG_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("BOOKRAG_ARTIFACTS_DIR", str(tmp_path / "artifacts"))
+    # The reports are under test, not the model: no 1.1 GB model assembled and run in every test's data folder.
+    monkeypatch.setenv("BOOKRAG_ANSWER_MODE", "extractive")
+    monkeypatch.chdir(tmp_path)  # no project .env
+    monkeypatch.setattr("retrievers.book_index.make_embedder", lambda settings: FakeEmbedder())
+    book = write_book(tmp_path / "tiny-book", SMALL_BOOK)
+    questions = tmp_path / "questions.csv"
+    questions.write_text(EVALUATE_QUESTIONS, encoding="utf-8")
+    return {"book": book, "questions": questions, "out": tmp_path / "report", "root": tmp_path}
+
+
+def run_evaluate(ws, *args: str) -> int:
+    return evaluate.main(["--book", str(ws["book"]), "--questions", str(ws["questions"]), "--out", str(ws["out"]),
+                          *args])
 
 
 # An mdBook `src/` folder: a table of contents, chapters whose first heading is an H2, hard-wrapped prose, and a
@@ -263,3 +302,68 @@ MDBOOK_SRC = {
 @pytest.fixture
 def mdbook_src(tmp_path: Path) -> Path:
     return write_book(tmp_path / "mdbook" / "src", MDBOOK_SRC)
+
+
+# -- the tiny book of the BookRAG tests (tiny_book.py) -------------------------------------------------------
+
+@pytest.fixture
+def index(tmp_path: Path):
+    book = tmp_path / "book"
+    for rel, text in BOOK.items():
+        (book / rel).parent.mkdir(parents=True, exist_ok=True)
+        (book / rel).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    settings = Settings(data_dir=tmp_path / "data", book_dir=book)
+    index = BookIndex(settings, book, embedder=HashedEmbedder())
+    index.ingest(progress=False)
+    yield index
+    index.close()
+
+
+@pytest.fixture
+def make(index):
+    """`make(lm=..., answer_mode=..., k=...)` -> a BookRAG over the tiny book, gate pinned open."""
+    from programs.rag.book_rag import BookRAG  # DSPy: a second, paid by the tests that use it
+
+    def build(lm=None, answer_mode="generated", k=3, probability=0.99):
+        program = BookRAG(index.retriever, lm=lm, top_k=k, answer_mode=answer_mode)
+        pin_gate(program.gate, probability)
+        return program
+
+    return build
+
+
+@pytest.fixture
+def hosted_lm(tmp_path, monkeypatch):
+    """`hosted_lm(reply)`: make_lm's hosted model on a fake OpenAI server that streams `reply` 4 characters at a
+    time when asked to stream; no response cache, so every call reaches the server."""
+    import dspy
+    from dspy.clients.cache import Cache
+
+    from programs.lm.language_model import make_lm
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    with ExitStack() as servers:
+
+        def build(reply: str):
+            server = servers.enter_context(serving(FakeOpenAI(reply)))
+            lm = make_lm(Settings(data_dir=tmp_path, lm="openai/fake-model", lm_api_base=server.api_base,
+                                  lm_retries=0))
+            monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
+            return lm, server
+
+        yield build
+
+
+# -- the fake Cohere API (fake_cohere.py) ---------------------------------------------------------------------
+
+@pytest.fixture
+def cohere_server():
+    server = CohereServer(FakeCohere())
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)

@@ -10,9 +10,9 @@ import sys
 import textwrap
 
 import pytest
-from conftest import PROJECT_ROOT, FakeEmbedder, killed_between_renames
+from conftest import PROJECT_ROOT, FakeEmbedder, killed_between_renames, manifest_for
 from dspy.utils import DummyLM
-from test_cohere_reranker import FakeCohereRerank, cohere_reranker
+from fake_cohere import FakeCohereRerank, cohere_reranker
 
 from bookrag.atomic_file import FolderSwap
 from bookrag.errors import ArtifactError
@@ -26,13 +26,6 @@ from programs.compile.artifact import (
 )
 from programs.rag.book_rag import BookRAG
 from retrievers.book_index import BookIndex
-
-
-def manifest_for(index, **changes) -> dict:
-    manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "local", "embedder": index.embedder.name,
-                "collection": index.collection, "book": str(index.book_dir),
-                "index_fingerprint": index.fingerprint(), "answer_mode": "extractive"}  # as the programs below
-    return {**manifest, **changes}
 
 
 @pytest.fixture

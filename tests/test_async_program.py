@@ -8,18 +8,13 @@ that locks as the local one does. Each LM call records whether it ran on the eve
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
-from pathlib import Path
 
 import dspy
 import pytest
 from dspy.clients.engines.dummy_engine import AsyncDummyEngine, DummyEngine
 from dspy.utils import DummyLM
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from test_book_rag import SOURCES, generated, hosted_lm, index, make  # noqa: F401  (fixtures: the tiny book)
+from tiny_book import SOURCES, chat_reply, generated
 
 from bookrag.errors import BadArgumentError
 from programs.rag.async_predict import has_async_path
@@ -85,7 +80,7 @@ def outcome(pred) -> tuple:
     return pred.answer, pred.is_refusal, pred.refusal_reason, list(pred.citations), str(pred.mode)
 
 
-def test_acall_answers_through_dspys_async_path(make):  # noqa: F811
+def test_acall_answers_through_dspys_async_path(make):
     """`asyncio.run(program.acall(question=...))` raised AttributeError: BookRAG had no `aforward`."""
     lm, engine = dummy_lm()
     program = make(lm=lm)
@@ -95,7 +90,7 @@ def test_acall_answers_through_dspys_async_path(make):  # noqa: F811
     assert engine.on_loop == [True]  # awaited on the loop (AsyncDummyEngine), not run in a thread
 
 
-def test_gather_and_evaluate_give_the_answers_of_eight_forward_calls(make):  # noqa: F811
+def test_gather_and_evaluate_give_the_answers_of_eight_forward_calls(make):
     lm, engine = dummy_lm()
     program = make(lm=lm)
     one_by_one = [outcome(program(**inputs)) for inputs in INPUTS]
@@ -114,7 +109,7 @@ def test_gather_and_evaluate_give_the_answers_of_eight_forward_calls(make):  # n
     assert [reason for _, _, reason, _, _ in one_by_one] == [None] * 4 + ["gate", "model", "unsupported_claim", None]
 
 
-def test_a_sync_only_engine_is_awaited_in_a_worker_thread(make):  # noqa: F811
+def test_a_sync_only_engine_is_awaited_in_a_worker_thread(make):
     """DSPy refuses to await a custom engine without an async counterpart (LMUnsupportedFeatureError): the local
     model's calls run in worker threads, one at a time under the engine's lock, and give the same answers."""
     lm, engine = sync_only_lm()
@@ -129,13 +124,13 @@ def test_a_sync_only_engine_is_awaited_in_a_worker_thread(make):  # noqa: F811
     assert engine.on_loop == [False] * 14  # never on the loop's thread: the loop was never blocked by the model
 
 
-def test_a_gate_refusal_awaits_no_lm(make):  # noqa: F811
+def test_a_gate_refusal_awaits_no_lm(make):
     lm, engine = dummy_lm()
     pred = asyncio.run(make(lm=lm, probability=0.1).acall(question="How tall is Quillon the teaching robot?"))
     assert pred.is_refusal and pred.refusal_reason == "gate" and engine.on_loop == []
 
 
-def test_ask_async_awaits_acall_and_matches_ask(make):  # noqa: F811
+def test_ask_async_awaits_acall_and_matches_ask(make):
     """ask_async ran `ask` in a thread; it awaits the program's `acall` now, with `ask`'s Response."""
     lm, engine = dummy_lm()
     program = make(lm=lm)
@@ -150,7 +145,7 @@ def test_ask_async_awaits_acall_and_matches_ask(make):  # noqa: F811
                                                                 "retrieval_time_ms": 0} for q in SOURCES]
 
 
-def test_ask_async_checks_its_arguments_as_ask_does(make):  # noqa: F811
+def test_ask_async_checks_its_arguments_as_ask_does(make):
     program = make(answer_mode="extractive")
     with pytest.raises(ValueError, match="Query cannot be empty"):
         asyncio.run(program.ask_async("  "))
@@ -158,7 +153,7 @@ def test_ask_async_checks_its_arguments_as_ask_does(make):  # noqa: F811
         asyncio.run(program.ask_async("How tall is Quillon the teaching robot?", top_k=0))
 
 
-def test_ask_and_ask_async_refuse_a_module_the_book_lacks_naming_its_modules(make):  # noqa: F811
+def test_ask_and_ask_async_refuse_a_module_the_book_lacks_naming_its_modules(make):
     """`rag.ask(..., module="nope")` refused quietly, as if the book did not cover the question; ask.py exits 4."""
     lm, engine = dummy_lm()
     program = make(lm=lm)
@@ -174,9 +169,7 @@ def test_ask_and_ask_async_refuse_a_module_the_book_lacks_naming_its_modules(mak
         program.ask_async(question, module="general")).answer == "The book says 1.4 m tall."
 
 
-def test_ask_async_streams_the_answer_as_it_is_written(make, hosted_lm):  # noqa: F811
-    from test_book_rag import chat_reply
-
+def test_ask_async_streams_the_answer_as_it_is_written(make, hosted_lm):
     lm, server = hosted_lm(chat_reply("Quillon is 1.4 m tall."))
     pieces = []
     response = asyncio.run(make(lm=lm).ask_async("How tall is Quillon the teaching robot?",

@@ -7,153 +7,27 @@ what is under test, so the results do not depend on how a 16-dimensional hash ha
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
-import math
 import re
 import sys
-import textwrap
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from pathlib import Path
 
 import dspy
 import pytest
-from dspy.clients.cache import Cache
 from dspy.utils import DummyLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fake_openai import FakeOpenAI, serving
+from tiny_book import SELECTION, SOURCES, chat_reply, generated
 
-from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE, Settings
+from bookrag.config import REFUSAL_MESSAGE, SELECTION_REFUSAL_MESSAGE
 from bookrag.errors import AgentError
-from programs.lm.language_model import make_lm
 from programs.rag.book_rag import BookRAG, format_history, valid_citations
 from programs.rag.bounded_question import MAX_QUERY_WORDS
 from programs.rag.chat import Chat
 from programs.refusal.refusal_gate import FEATURES, RefusalGate
-from retrievers.book_index import BookIndex
-
-# Each page has its own vocabulary, so a question's words find its page under both dense (hashed) and BM25 search.
-BOOK = {
-    "intro.md": """
-        ---
-        title: Welcome
-        ---
-
-        # Welcome
-
-        The teaching robot is called Quillon. Quillon is 1.4 m tall and weighs 31 kg.
-        """,
-    "01-ros2/01-topics.md": """
-        ---
-        title: Topics
-        ---
-
-        # Topics
-
-        Topics carry messages between nodes. The zephyrine reliability profile keeps messages when packets drop.
-        """,
-    "01-ros2/02-launch.md": """
-        ---
-        title: Launch Files
-        ---
-
-        # Launch Files
-
-        Launch files start many nodes at once. The marlowe launcher reads its parameters from a YAML file.
-        """,
-    "02-sim/01-gazebo.md": """
-        ---
-        title: Gazebo Physics
-        ---
-
-        # Gazebo Physics
-
-        Gazebo simulates gravity, friction and contact. The tarrasque solver runs physics at 1000 Hz.
-        """,
-    "02-sim/02-sensors.md": """
-        ---
-        title: Simulated Sensors
-        ---
-
-        # Simulated Sensors
-
-        Simulated lidar sensors publish noisy scans. The brindlewood camera model adds lens distortion.
-        """,
-}
-SOURCES = {  # a question per page, answered from that page
-    "How tall is Quillon the teaching robot?": ("intro.md", "1.4 m tall"),
-    "What does the zephyrine reliability profile keep?": ("01-ros2/01-topics.md", "zephyrine"),
-    "Where does the marlowe launcher read its parameters?": ("01-ros2/02-launch.md", "YAML"),
-    "How fast does the tarrasque solver run physics?": ("02-sim/01-gazebo.md", "1000 Hz"),
-    "What does the brindlewood camera model add?": ("02-sim/02-sensors.md", "lens distortion"),
-}
-
-
-class HashedEmbedder:
-    """A deterministic bag-of-words embedder (dim 16); records the queries it embeds."""
-
-    name = "hash16"
-    model_id = "tests/hashed-bag-of-words-16"
-    dim = 16
-
-    def __init__(self):
-        self.queries: list[str] = []
-
-    def _vector(self, text: str) -> list[float]:
-        vec = [0.0] * self.dim
-        for word in re.findall(r"\w+", text.lower()):
-            digest = hashlib.sha1(word.encode()).digest()
-            vec[digest[0] % self.dim] += 1.0 if digest[1] & 1 else -1.0
-        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-        return [v / norm for v in vec]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        self.queries.append(text)
-        return self._vector(text)
-
-
-@pytest.fixture
-def index(tmp_path: Path):
-    book = tmp_path / "book"
-    for rel, text in BOOK.items():
-        (book / rel).parent.mkdir(parents=True, exist_ok=True)
-        (book / rel).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-    settings = Settings(data_dir=tmp_path / "data", book_dir=book)
-    index = BookIndex(settings, book, embedder=HashedEmbedder())
-    index.ingest(progress=False)
-    yield index
-    index.close()
-
-
-@pytest.fixture
-def make(index):
-    """`make(lm=..., answer_mode=..., k=...)` -> a BookRAG over the tiny book, gate pinned open."""
-
-    def build(lm=None, answer_mode="generated", k=3, probability=0.99):
-        program = BookRAG(index.retriever, lm=lm, top_k=k, answer_mode=answer_mode)
-        pin_gate(program.gate, probability)
-        return program
-
-    return build
-
-
-def pin_gate(gate: RefusalGate, probability: float, threshold: float = 0.5, high: float = 0.8) -> None:
-    """The gate outputs `probability` whatever the question: no feature weights, bias = logit(probability)."""
-    gate.weights = {}
-    gate.bias = math.log(probability / (1 - probability))
-    gate.threshold, gate.high_confidence = threshold, high
-
-
-def generated(answer="Quillon is 1.4 m tall.", citations=(1,), answerable=True) -> dict:
-    return {"reasoning": "From the passages.", "answer": answer, "citations": list(citations),
-            "answerable": answerable}
 
 
 def passage_texts(program, query: str, k: int) -> list[str]:
@@ -359,10 +233,6 @@ def test_chat_history_is_bounded(make):
 
 
 # -- selected-text mode -----------------------------------------------------------------------------------------
-
-SELECTION = ("The gantry test needs two people. The operator holds the wireless emergency stop, which cuts motor "
-             "power in under 50 ms.")
-
 
 @pytest.mark.parametrize("mode", ["extractive", "generated"])
 def test_selected_text_answers_from_the_selection_without_retrieval(make, index, mode):
@@ -572,30 +442,6 @@ def test_a_deep_copied_program_shares_its_index_and_warns_nothing(index, caplog)
 
 
 # -- the answer as it is written (DSPy streaming) --------------------------------------------------------------
-
-def chat_reply(answer: str, citations: str = "[1]") -> str:
-    return (f"[[ ## reasoning ## ]]\nPassage 1 gives the height.\n\n[[ ## answer ## ]]\n{answer}\n\n"
-            f"[[ ## citations ## ]]\n{citations}\n\n[[ ## answerable ## ]]\nTrue\n\n[[ ## completed ## ]]")
-
-
-@pytest.fixture
-def hosted_lm(tmp_path, monkeypatch):
-    """`hosted_lm(reply)`: make_lm's hosted model on a fake OpenAI server that streams `reply` 4 characters at a
-    time when asked to stream; no response cache, so every call reaches the server."""
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
-    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    with ExitStack() as servers:
-
-        def build(reply: str):
-            server = servers.enter_context(serving(FakeOpenAI(reply)))
-            lm = make_lm(Settings(data_dir=tmp_path, lm="openai/fake-model", lm_api_base=server.api_base,
-                                  lm_retries=0))
-            monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
-            return lm, server
-
-        yield build
-
 
 def test_the_answer_streams_piece_by_piece_and_the_response_is_the_checked_answer(make, hosted_lm):
     lm, server = hosted_lm(chat_reply("Quillon is 1.4 m tall."))

@@ -5,134 +5,26 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import traceback
-import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 from conftest import SMALL_BOOK, clean_env, run_script, write_book
+from fake_cohere import (
+    KEY,
+    CohereServer,
+    FakeCohere,
+    embed_reply,
+    fake_vector,
+    gateway_pages_echoing_the_key,
+    key_pieces_in,
+)
 
 from bookrag.config import Secret, Settings
 from bookrag.errors import ConfigError, EmbeddingError, ExitCode
 from retrievers.cohere_embedder import CohereEmbedder
 from retrievers.embedder import make_embedder
 from retrievers.embedding_cache import CachedEmbedder
-
-KEY = "co-test-key-4f9a1c"  # distinctive, so a leak anywhere is easy to spot
-INPUT_TYPES = {"search_document", "search_query", "classification", "clustering", "image"}
-
-
-def fake_vector(text: str, dim: int = 1024) -> list[float]:
-    """A vector that identifies its text, so order mix-ups show."""
-    return [float(len(text)), float(sum(map(ord, text)))] + [0.0] * (dim - 2)
-
-
-def embed_reply(vectors: list[list], texts: list[str]) -> dict:
-    """Cohere's v2 embed reply carrying `vectors`."""
-    return {
-        "id": str(uuid.uuid4()),
-        "embeddings": {"float": vectors},
-        "texts": texts,
-        "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": len(texts)}},
-        "response_type": "embeddings_by_type",
-    }
-
-
-class FakeCohere:
-    """POST https://api.cohere.com/v2/embed as Cohere answers it: bearer auth, JSON in, JSON out.
-
-    `failures` are answered first, one per request: an HTTP status (with Cohere's JSON error body),
-    a `(status, text)` pair for a non-JSON body (as a gateway sends), a dict for a 200 reply of that JSON (Python's
-    JSON, which writes NaN and Infinity as JavaScript does), or an httpx exception class.
-    `echo`: error messages repeat the request's Authorization header, as careless services do.
-    """
-
-    def __init__(self, failures=(), key: str = KEY, dim: int = 1024, echo: bool = False):
-        self.failures = list(failures)
-        self.key = key
-        self.dim = dim
-        self.echo = echo
-        self.requests: list[httpx.Request] = []
-
-    @property
-    def bodies(self) -> list[dict]:
-        return [json.loads(request.content) for request in self.requests]
-
-    def client(self) -> httpx.Client:
-        return httpx.Client(transport=httpx.MockTransport(self))
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        if (request.method, request.url.path) != ("POST", "/v2/embed"):
-            return self.error(404, f"no route for {request.method} {request.url.path}")
-        if request.headers.get("authorization") != f"Bearer {self.key}":
-            return self.error(401, "invalid api token")
-        if self.failures:
-            return self.failure(request, self.failures.pop(0))
-        body = json.loads(request.content)
-        texts = body.get("texts") or []
-        if len(texts) > 96:
-            return self.error(400, f"invalid request: texts must have at most 96 items, got {len(texts)}")
-        if body.get("input_type") not in INPUT_TYPES:
-            return self.error(400, f"invalid request: input_type {body.get('input_type')!r}")
-        return httpx.Response(200, json=embed_reply([fake_vector(text, self.dim) for text in texts], texts))
-
-    def failure(self, request: httpx.Request, failure) -> httpx.Response:
-        """The answer to `request` that `failure` (one of `failures`) stands for."""
-        if isinstance(failure, int):
-            echoed = f" for {request.headers['authorization']}" if self.echo else ""
-            return self.error(failure, f"simulated failure{echoed}")
-        if isinstance(failure, tuple):
-            return httpx.Response(failure[0], text=failure[1], headers={"content-type": "text/html"})
-        if isinstance(failure, dict):
-            return httpx.Response(200, content=json.dumps(failure).encode(), headers={"content-type": "application/json"})
-        raise failure("simulated", request=request)
-
-    @staticmethod
-    def error(status: int, message: str) -> httpx.Response:
-        return httpx.Response(status, json={"id": str(uuid.uuid4()), "message": message})
-
-
-class CohereServer(ThreadingHTTPServer):
-    """A FakeCohere served over HTTP on 127.0.0.1: point the SDK at it with CO_API_URL=server.url."""
-
-    daemon_threads = True
-
-    def __init__(self, fake: FakeCohere):
-        super().__init__(("127.0.0.1", 0), _CohereHandler)
-        self.fake = fake
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_port}"
-
-
-class _CohereHandler(BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        request = httpx.Request("POST", f"{self.server.url}{self.path}", headers=dict(self.headers), content=body)
-        response = self.server.fake(request)
-        self.send_response(response.status_code)
-        self.send_header("Content-Type", response.headers.get("content-type", "application/json"))
-        self.send_header("Content-Length", str(len(response.content)))
-        self.end_headers()
-        self.wfile.write(response.content)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def cohere_server():
-    server = CohereServer(FakeCohere())
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
 
 
 def cohere_embedder(fake: FakeCohere, key: str = KEY, sleeps: list | None = None, **kwargs) -> CohereEmbedder:
@@ -323,17 +215,6 @@ def test_a_nan_vector_an_older_bookrag_cached_is_not_served_but_asked_for_again(
     assert cache.embed_documents(["a chunk"]) == [fake_vector("a chunk")]
     assert cache.embed_documents(["a chunk"]) == [fake_vector("a chunk")]
     assert len(fake.requests) == 1  # asked once, then served the vector that replaced the NaN one
-
-
-def gateway_pages_echoing_the_key() -> list[tuple[int, str]]:
-    """Non-JSON 200 bodies (a gateway's page) echoing KEY after 0 to 299 characters, so that whatever length an
-    error message quotes, some page's key straddles the cut."""
-    return [(200, "<html><body>" + "." * offset + f" your key {KEY} was used </body></html>") for offset in range(300)]
-
-
-def key_pieces_in(text: str) -> list[str]:
-    """The 6-character pieces of KEY that `text` holds."""
-    return [KEY[i : i + 6] for i in range(len(KEY) - 5) if KEY[i : i + 6] in text]
 
 
 def test_a_non_json_200_that_echoes_the_key_shows_no_piece_of_it():

@@ -14,14 +14,16 @@ import uuid
 import httpx
 import pytest
 from conftest import SMALL_BOOK, FakeEmbedder, clean_env, run_script, write_book
-from test_cohere_embedder import (  # noqa: F401 (cohere_server: rerank_server's)
+from fake_cohere import (
     KEY,
     CohereServer,
-    FakeCohere,
-    cohere_server,
+    FakeCohereRerank,
+    cohere_reranker,
     gateway_pages_echoing_the_key,
     key_pieces_in,
+    relevance,
 )
+from question_files import write_questions
 
 from bookrag.config import Secret, Settings
 from bookrag.errors import ConfigError, ExitCode, RetrievalError
@@ -33,57 +35,6 @@ from retrievers.cohere_reranker import CohereReranker
 from retrievers.rerank_cache import CachedReranker
 from retrievers.reranker import make_reranker
 from retrievers.retriever import RERANK_CANDIDATES
-
-WORD = re.compile(r"[a-z0-9]+")
-
-
-def relevance(query: str, document: str) -> float:
-    """The fake cross-encoder: the share of the query's words the document holds, squeezed into (0, 1)."""
-    words = set(WORD.findall(query.lower()))
-    found = words & set(WORD.findall(document.lower()))
-    return round(0.01 + 0.98 * len(found) / max(1, len(words)), 6)
-
-
-class FakeCohereRerank(FakeCohere):
-    """FakeCohere (POST /v2/embed) with POST /v2/rerank as Cohere answers it: bearer auth, every document scored,
-    the results best first with each document's index. `rerank_failures` are answered first, one per rerank
-    request, as `failures` are for embed requests."""
-
-    def __init__(self, rerank_failures=(), **kwargs):
-        super().__init__(**kwargs)
-        self.rerank_failures = list(rerank_failures)
-
-    @property
-    def reranks(self) -> list[dict]:
-        return [json.loads(r.content) for r in self.requests if r.url.path == "/v2/rerank"]
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        if request.url.path != "/v2/rerank":
-            return super().__call__(request)
-        self.requests.append(request)
-        if request.headers.get("authorization") != f"Bearer {self.key}":
-            return self.error(401, "invalid api token")
-        if self.rerank_failures:
-            return self.failure(request, self.rerank_failures.pop(0))
-        body = json.loads(request.content)
-        documents, query = body.get("documents") or [], body.get("query") or ""
-        if not query or not body.get("model"):
-            return self.error(400, "invalid request: query and model are required")
-        if not 1 <= len(documents) <= 1000:
-            return self.error(400, f"invalid request: between 1 and 1000 documents, got {len(documents)}")
-        scored = sorted(((relevance(query, d), i) for i, d in enumerate(documents)), key=lambda x: (-x[0], x[1]))
-        top_n = body.get("top_n") or len(documents)
-        return httpx.Response(200, json={
-            "id": str(uuid.uuid4()),
-            "results": [{"index": i, "relevance_score": s} for s, i in scored[:top_n]],
-            "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}},
-        })
-
-
-def cohere_reranker(fake: FakeCohereRerank, key: str = KEY, sleeps: list | None = None, **kwargs) -> CohereReranker:
-    sleep = sleeps.append if sleeps is not None else (lambda seconds: None)
-    return CohereReranker(Secret(key), httpx_client=fake.client(), sleep=sleep, **kwargs)
-
 
 # -- the API calls ----------------------------------------------------------------------------------------------
 
@@ -374,11 +325,10 @@ def test_optimize_fits_the_gate_on_the_rerank_score(long_index):
 # -- the command lines, over HTTP -------------------------------------------------------------------------------
 
 @pytest.fixture
-def rerank_server(request) -> CohereServer:
-    """test_cohere_embedder's fake Cohere server on 127.0.0.1, answering reranks too."""
-    server = request.getfixturevalue("cohere_server")
-    server.fake = FakeCohereRerank()
-    return server
+def rerank_server(cohere_server) -> CohereServer:
+    """The fake Cohere server on 127.0.0.1, answering reranks too."""
+    cohere_server.fake = FakeCohereRerank()
+    return cohere_server
 
 
 def cohere_env(tmp_path, server: CohereServer, **extra) -> dict[str, str]:
@@ -420,8 +370,6 @@ def test_ask_with_a_bad_reranker_value_exits_2_naming_it(tmp_path):
 def test_optimize_records_the_reranker_and_its_model_and_ask_refuses_another_for_a_gate_that_weighs_it(
         tmp_path, rerank_server):
     """The manifest recorded neither: a gate fitted on one model's scores ran silently with another's."""
-    from test_optimize import write_questions
-
     book = write_book(tmp_path / "book", SMALL_BOOK)
     questions = write_questions(tmp_path / "questions.csv")
     env = cohere_env(tmp_path, rerank_server, COHERE_RERANK_MODEL="rerank-english-v3.0")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import clean_env, run_script, write_book
+from question_files import QUESTIONS, write_questions
 
 from bookrag.questions import load_questions
 from programs.cli import optimize
@@ -20,25 +20,6 @@ from programs.evaluate.reports import program_report
 from programs.rag.book_rag import BookRAG
 from programs.refusal.calibration import choose_gate
 
-# (id, question, answerable, gold source, key fact, the dummy LM's answer, split)
-QUESTIONS = [
-    ("a1", "Which reliability profile keeps messages when the network drops packets?", True,
-     "01-ros2/01-nodes.md", "zephyrine", "The zephyrine reliability profile keeps them.", "train"),
-    ("a2", "What do launch files start at once?", True, "01-ros2/02-launch.md", "many nodes",
-     "Launch files start many nodes at once.", "train"),
-    ("a3", "What physics does Gazebo simulate?", True, "02-sim/01-gazebo.md", "rigid body physics",
-     "Gazebo simulates rigid body physics.", "train"),
-    ("a4", "What do simulated cameras and lidar sensors publish?", True, "02-sim/01-gazebo.md",
-     "noisy measurements", "They publish noisy measurements.", "train"),
-    ("a5", "What is a node in this primer?", True, "01-ros2/01-nodes.md", "performs computation",
-     "A node is a process that performs computation.", "dev"),
-    ("a6", "Who should read the primer, and what should they know?", True, "intro.md", "Linux shell",
-     "Readers comfortable with a Linux shell.", "dev"),
-    ("r1", "What is the capital city of France?", False, "", "", "", "train"),
-    ("r2", "Who won the 2018 football world cup final?", False, "", "", "", "train"),
-    ("r3", "What is the boiling point of liquid mercury?", False, "", "", "", "dev"),
-    ("r4", "How do I bake a sourdough bread loaf?", False, "", "", "", "dev"),
-]
 # More answerable dev questions, for tests that need a gain on dev to stand out from resampling noise.
 MORE_DEV = [
     ("a7", "What do nodes talk to each other over?", True, "01-ros2/01-nodes.md", "topics",
@@ -54,18 +35,6 @@ MORE_DEV = [
     ("a12", "Simulated sensors publish noisy measurements like what?", True, "02-sim/01-gazebo.md",
      "real hardware", "Like real hardware.", "dev"),
 ]
-
-
-def write_questions(path: Path, rows=QUESTIONS) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["id", "question", "answerable", "gold_sources", "key_facts", "reference_answer",
-                         "category", "split"])
-        for qid, question, answerable, gold, fact, answer, split in rows:
-            writer.writerow([qid, question, str(answerable).lower(), json.dumps([gold] if gold else []),
-                             json.dumps([fact] if fact else []), answer, "factual" if answerable else "refuse",
-                             split])
-    return path
 
 
 def replies(rows=QUESTIONS) -> dict:

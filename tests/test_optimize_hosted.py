@@ -10,7 +10,7 @@ import re
 import pytest
 from conftest import SMALL_BOOK, clean_env, run_script, write_book
 from fake_openai import FakeOpenAI, serving
-from test_optimize import write_questions
+from question_files import write_questions
 
 _FIELD = re.compile(r"^\d+\. `(\w+)` \(([^)]*)\)", re.MULTILINE)
 _VALUES = {"bool": "True", "list[int]": "[1]", "int": "1", "float": "0.5"}

@@ -9,11 +9,16 @@ import os
 from pathlib import Path
 
 import pytest
-import test_evaluate
-from conftest import SMALL_BOOK, clean_env, killed_between_renames, run_script, write_book
-from test_artifact import manifest_for
-from test_evaluate import run_evaluate
-from test_optimize import write_questions
+from conftest import (
+    SMALL_BOOK,
+    clean_env,
+    killed_between_renames,
+    manifest_for,
+    run_evaluate,
+    run_script,
+    write_book,
+)
+from question_files import write_questions
 
 from bookrag.config import Settings
 from bookrag.errors import ArtifactError, BadArgumentError
@@ -208,9 +213,6 @@ def test_a_link_that_loops_is_refused_not_a_crash(tmp_path):
 
 
 # -- 1, for evaluate.py: its report folder is written file by file, so the user's files in it are kept -----------
-
-workspace = test_evaluate.workspace  # a small book and question file, the fake embedder, extractive answers
-
 
 def test_evaluate_replaces_only_its_own_files_in_a_report_folder_and_keeps_the_users(workspace, capsys):
     assert run_evaluate(workspace, "--zero-shot", "--json") == 0

@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
+
+pytest.importorskip("torch")  # the adapters below are written as training writes them
+pytest.importorskip("gguf")
+
+from conftest import manifest_for
 from dspy.utils import DummyLM
-from test_artifact import manifest_for
-from test_book_rag import generated, index, make  # noqa: F401  (fixtures: the tiny book, a BookRAG over it)
-from test_reader_training import lora_with_updates
+from tiny_book import generated
+from tiny_qwen2 import lora_with_updates
 
 from bookrag.config import REFUSAL_MESSAGE, Settings
 from bookrag.errors import ArtifactError
@@ -35,14 +39,14 @@ TALL = Question("q1", "How tall is Quillon the teaching robot?", True, ("intro.m
                 "Quillon is 1.4 m tall.", "factual", style="book-words")
 
 
-def test_a_must_refuse_question_is_taught_the_refusal(make):  # noqa: F811
+def test_a_must_refuse_question_is_taught_the_refusal(make):
     target = reader_target(make(), Question("r1", "What is the retail price of Quillon?", False), bootstrap=False)
     assert target.source == "refusal"
     assert target.outputs == {"reasoning": NO_PASSAGE, "answer": REFUSAL_MESSAGE, "citations": [],
                               "answerable": False}
 
 
-def test_a_question_whose_context_holds_its_facts_is_taught_the_reference_quoting_the_fact(make):  # noqa: F811
+def test_a_question_whose_context_holds_its_facts_is_taught_the_reference_quoting_the_fact(make):
     target = reader_target(make(), TALL, bootstrap=False)
     assert target.source == "reference" and target.style == "book-words"
     passage = int(target.outputs["reasoning"][1])
@@ -52,27 +56,27 @@ def test_a_question_whose_context_holds_its_facts_is_taught_the_reference_quotin
     assert "1.4 m" in target.inputs["context"].split(f"[{passage}]")[1]
 
 
-def test_an_answerable_question_whose_context_lacks_every_fact_is_taught_to_refuse(make):  # noqa: F811
+def test_an_answerable_question_whose_context_lacks_every_fact_is_taught_to_refuse(make):
     lacking = Question("q2", "How tall is Quillon the teaching robot?", True, ("intro.md",), ("2.7 m",), "It is 2.7 m.")
     target = reader_target(make(), lacking, bootstrap=False)
     assert target.source == "missing" and target.outputs["answerable"] is False
 
 
-def test_a_question_whose_context_holds_only_some_facts_is_left_out(make):  # noqa: F811
+def test_a_question_whose_context_holds_only_some_facts_is_left_out(make):
     partly = Question("q3", "How tall is Quillon the teaching robot?", True, ("intro.md",), ("1.4 m", "2.7 m"), "x")
     assert reader_target(make(), partly, bootstrap=False) is None
 
 
 @pytest.mark.parametrize("reply, source", [("Quillon stands 1.4 m tall.", "bootstrapped"),
                                            ("Quillon is 2 m tall.", "reference")])
-def test_the_programs_own_reply_is_kept_only_when_it_states_every_fact(make, reply, source):  # noqa: F811
+def test_the_programs_own_reply_is_kept_only_when_it_states_every_fact(make, reply, source):
     program = make(lm=DummyLM([generated(answer=reply)]))
     target = reader_target(program, TALL, bootstrap=True)
     assert target.source == source
     assert target.outputs["answer"] == (reply if source == "bootstrapped" else TALL.reference_answer)
 
 
-def test_an_example_is_the_chat_the_program_sends_ending_with_the_reply(make):  # noqa: F811
+def test_an_example_is_the_chat_the_program_sends_ending_with_the_reply(make):
     program = make()
     target = reader_target(program, TALL, bootstrap=False)
     messages = finetune_messages(program, target)
