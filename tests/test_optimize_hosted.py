@@ -12,6 +12,10 @@ from conftest import SMALL_BOOK, clean_env, run_script, write_book
 from fake_openai import FakeOpenAI, serving
 from question_files import write_questions
 
+# Each case runs optimize.py in a fresh interpreter that embeds the book with the real MiniLM model and compiles
+# against the fake server: about 20 s each on 2 cores.
+pytestmark = pytest.mark.slow
+
 _FIELD = re.compile(r"^\d+\. `(\w+)` \(([^)]*)\)", re.MULTILINE)
 _VALUES = {"bool": "True", "list[int]": "[1]", "int": "1", "float": "0.5"}
 
