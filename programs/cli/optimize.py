@@ -2,7 +2,8 @@
 
     python optimize.py [--optimizer labeled|bootstrap|random-search|mipro|gepa|finetune] [--book DIR]
                        [--questions FILE] [--lm MODEL] [--teacher-lm MODEL] [--answer-mode generated|extractive]
-                       [--out DIR] [--max-demos N] [--epochs N] [--threads N] [--seed N] [--json] [--verbose]
+                       [--out DIR] [--max-demos N] [--epochs N] [--[no-]bootstrap] [--threads N] [--seed N]
+                       [--json] [--verbose]
 
 Calibrates the refusal gate and compiles candidate programs on the train split, scores them on dev, keeps the
 zero-shot program unless a compiled one beats it outside noise, and writes `program.json` + `manifest.json`
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_parser() -> ArgumentParser:
+    from programs.cli.training_flags import add_training_arguments
     from programs.compile.artifact import MAX_DEMOS
     from programs.compile.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
 
@@ -73,9 +75,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--max-demos", type=int, default=4,
                         help=f"most demos per predictor (at most {MAX_DEMOS}); bootstrap and labeled also try half as many "
                              "(default 4)")
-    parser.add_argument("--epochs", type=int, default=2,
-                        help="finetune: passes over the training examples; early stopping on held-out examples may "
-                             "end it sooner (default 2)")
+    add_training_arguments(parser, prefix="finetune: ")
     parser.add_argument("--threads", type=int, default=1, help="parallel LM calls while compiling (default 1)")
     parser.add_argument("--seed", type=int, default=0,
                         help="random seed for the optimizers, the dev subset and the selection's bootstrap (default 0)")
@@ -89,7 +89,6 @@ def compile_artifact(args, settings, out: Path, say) -> dict:
     from programs.compile.artifact import build_manifest, dataset_record, write_artifact
     from programs.compile.candidates import candidates
     from programs.compile.compiler import compile_program
-    from programs.compile.optimizers import OptimizerSettings
     from programs.lm.language_model import make_lm
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
@@ -102,8 +101,7 @@ def compile_artifact(args, settings, out: Path, say) -> dict:
         questions_path = _synthetic_questions(settings, lm, out, progress, say)
     train, dev = _train_and_dev(questions_path)
     random.seed(args.seed)
-    optimizer = OptimizerSettings(args.optimizer, args.max_demos, args.threads, args.seed, args.teacher_lm,
-                                  args.epochs, str(settings.data_dir / "training" / book_name(settings.book_dir)))
+    optimizer = optimizer_settings(args, settings)
     started = time.time()
     with BookIndex(settings) as index:
         report = index.update(notice, progress, reread=True)  # incremental: a no-op when unchanged
@@ -118,6 +116,19 @@ def compile_artifact(args, settings, out: Path, say) -> dict:
         manifest = build_manifest(settings, index, program, result, optimizer, dataset, started)
         write_artifact(result.program, out, manifest)
     return manifest
+
+
+def optimizer_settings(args, settings):
+    """The compile's OptimizerSettings (the manifest's `optimizer`); the finetune optimizer's training, and its
+    folder under BOOKRAG_DATA_DIR/training/, from the training flags."""
+    from programs.cli.training_flags import finetune_settings
+    from programs.compile.finetune_settings import training_folder
+    from programs.compile.optimizers import OptimizerSettings
+
+    if args.optimizer != "finetune":
+        return OptimizerSettings(args.optimizer, args.max_demos, args.threads, args.seed, args.teacher_lm)
+    return OptimizerSettings(args.optimizer, args.max_demos, args.threads, args.seed, args.teacher_lm,
+                             finetune_settings(args), str(training_folder(settings, book_name(settings.book_dir))))
 
 
 def _synthetic_questions(settings, lm, out: Path, progress: bool | None, say) -> Path:

@@ -1,7 +1,7 @@
 """Train the shipped reader: a LoRA adapter for the packaged model, trained on the train splits of the books the team
 labeled, written to `adapters/reader/` (adapter.gguf and its manifest).
 
-    python train_reader.py [--epochs N] [--top-layers N] [--rank N] [--bootstrap] [--out DIR] [--seed N]
+    python train_reader.py [--epochs N] [--top-layers N] [--rank N] [--[no-]bootstrap] [--out DIR] [--seed N]
                            [--json] [--verbose]
 
 Its questions: each training book's labeled set, train split only, and its reader-training set
@@ -44,51 +44,63 @@ ALPHA_PER_RANK = 2.0  # LoRA's alpha, as a multiple of its rank (alpha = 2 x ran
 
 def main(argv: list[str] | None = None) -> int:
     from programs.compile.finetune import check_can_train
-    from programs.train.lora_config import LoraConfig
-    from programs.train.training_plan import TrainingPlan
 
-    lora, plan = LoraConfig(), TrainingPlan()
-    parser = ArgumentParser(description="Train the shipped reader (a LoRA adapter) on the labeled books' train splits.")
-    parser.add_argument("--epochs", type=int, default=plan.epochs, help=f"passes over the examples (default {plan.epochs})")
-    parser.add_argument("--top-layers", type=int, default=lora.top_layers,
-                        help=f"adapt the model's last N layers (default {lora.top_layers})")
-    parser.add_argument("--rank", type=int, default=lora.rank, help=f"LoRA rank (default {lora.rank})")
-    parser.add_argument("--bootstrap", action="store_true",
-                        help="use the model's own right replies as targets where it has them (one LM call per question "
-                             "whose passages hold its answer); default: the reference answers")
-    parser.add_argument("--out", type=user_path, default=SHIPPED_ADAPTER.parent,
-                        help="folder for adapter.gguf and manifest.json (default: adapters/reader/)")
-    parser.add_argument("--seed", type=int, default=plan.seed, help=f"seed of the order and initial weights (default {plan.seed})")
-    parser.add_argument("--json", action="store_true", help="print the manifest as JSON on stdout, nothing else")
-    parser.add_argument("--verbose", "-v", action="store_true", help="debug logging on stderr")
+    parser = build_parser()
     args = parser.parse_args(argv)
     if min(args.epochs, args.top_layers, args.rank) < 1:
         parser.error("--epochs, --top-layers and --rank must be at least 1")
     setup_logging(args.verbose)
-    lora = LoraConfig(rank=args.rank, alpha=ALPHA_PER_RANK * args.rank, top_layers=args.top_layers)
-    plan = TrainingPlan(epochs=args.epochs, seed=args.seed)
     settings = dataclasses.replace(load_settings(lm="local"), local_adapter=None)  # from the model as it is
     check_can_train(settings)
     books = [book for book, _, _ in TRAINING_BOOKS]
     out = OutputFolder(args.out, READER_OUTPUT).claim(settings, books)  # now, not after hours of training
     command = shlex.join(["python", "train_reader.py", *(sys.argv[1:] if argv is None else argv)])
-    manifest = train(settings, lora, plan, args.bootstrap, out, command, say=(lambda *_: None) if args.json else notice)
+    manifest = train(settings, reader_settings(args), out, command, say=(lambda *_: None) if args.json else notice)
     print(json.dumps(manifest) if args.json else f"Wrote {args.out}/ (adapter.gguf, manifest.json) in "
                                                  f"{manifest['training']['minutes']} min")
     return ExitCode.OK
 
 
-def train(settings, lora, plan, bootstrap: bool, out: Path, command: str, say=notice) -> dict:
-    """Train on every training book and write the adapter and its manifest to `out`; return the manifest."""
+def build_parser() -> ArgumentParser:
+    from programs.cli.training_flags import add_training_arguments
+    from programs.compile.finetune_settings import FinetuneSettings
+
+    defaults = FinetuneSettings()
+    parser = ArgumentParser(description="Train the shipped reader (a LoRA adapter) on the labeled books' train splits.")
+    add_training_arguments(parser)
+    parser.add_argument("--top-layers", type=int, default=defaults.lora.top_layers,
+                        help=f"adapt the model's last N layers (default {defaults.lora.top_layers})")
+    parser.add_argument("--rank", type=int, default=defaults.lora.rank, help=f"LoRA rank (default {defaults.lora.rank})")
+    parser.add_argument("--out", type=user_path, default=SHIPPED_ADAPTER.parent,
+                        help="folder for adapter.gguf and manifest.json (default: adapters/reader/)")
+    parser.add_argument("--seed", type=int, default=defaults.plan.seed,
+                        help=f"seed of the order and initial weights (default {defaults.plan.seed})")
+    parser.add_argument("--json", action="store_true", help="print the manifest as JSON on stdout, nothing else")
+    parser.add_argument("--verbose", "-v", action="store_true", help="debug logging on stderr")
+    return parser
+
+
+def reader_settings(args):
+    """The FinetuneSettings the flags ask for: the LoRA's rank (alpha ALPHA_PER_RANK times it) and top layers."""
+    from programs.cli.training_flags import finetune_settings
+    from programs.train.lora_config import LoraConfig
+
+    return finetune_settings(args, LoraConfig(rank=args.rank, alpha=ALPHA_PER_RANK * args.rank,
+                                              top_layers=args.top_layers))
+
+
+def train(settings, training, out: Path, command: str, say=notice) -> dict:
+    """Train on every training book as `training` (FinetuneSettings) says and write the adapter and its manifest to
+    `out`; return the manifest."""
     from programs.compile.artifact import ADAPTER_FILE, file_sha256, project_relative
     from programs.compile.finetune import ReaderFinetune
-    from programs.compile.finetune_settings import FinetuneSettings
+    from programs.compile.finetune_settings import training_folder
     from programs.lm.language_model import make_lm
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 
     lm = make_lm(settings)
-    finetune = ReaderFinetune(FinetuneSettings(lora, plan, bootstrap), settings.data_dir / "training" / "reader", say=say)
+    finetune = ReaderFinetune(training, training_folder(settings, "reader"), say=say)
     books, records = [], []
     indexes = [BookIndex(settings, book) for book, _, _ in TRAINING_BOOKS]
     try:

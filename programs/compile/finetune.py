@@ -9,6 +9,7 @@ own compile trains on top of it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -78,8 +79,8 @@ class ReaderFinetune:
             adapter = write_adapter(decoder.lora, self.folder / ADAPTER_FILE)
         self.record = {
             "base_adapter": project_relative(engine.adapter) if engine.adapter else None,
-            "lora": decoder.lora.config.as_dict(), "plan": self.settings.plan.as_dict(),
-            "bootstrap": self.settings.bootstrap,
+            # The settings it ran with: the LoRA's shape is the base adapter's when it goes on from one.
+            **dataclasses.replace(self.settings, lora=decoder.lora.config).as_dict(),
             "data_sha256": hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest(),
             "targets": len(targets), "sources": _counts(t.source for t in targets),
             "styles": _counts(t.style or ("must-refuse" if t.source == "refusal" else "other") for t in targets),

@@ -16,6 +16,7 @@ from dspy.teleprompt import GEPA, BootstrapFewShot, BootstrapFewShotWithRandomSe
 
 from bookrag.config import REFUSAL_MESSAGE, AnswerMode
 from bookrag.questions import Question
+from programs.compile.finetune_settings import FinetuneSettings
 from programs.evaluate.metrics import combined_score, feedback_score
 from programs.rag.book_rag import format_history
 from programs.rag.context import format_context
@@ -32,11 +33,11 @@ class OptimizerSettings:
     threads: int = 1
     seed: int = 0
     teacher_lm: str | None = None  # recorded by name; the dspy.LM itself is passed to `compile_predictors`
-    epochs: int = 2  # finetune: passes over the training examples (early stopping may end it sooner)
-    training_dir: str | None = None  # finetune: where the training keeps its checkpoint and writes the adapter
+    finetune: FinetuneSettings | None = None  # the finetune optimizer's training; None for the others
+    training_dir: str | None = None  # finetune: finetune_settings.training_folder, for the book
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "finetune": self.finetune and self.finetune.as_dict()}
 
 
 def answer_mode_conflict(optimizer: str, answer_mode: str) -> str | None:
@@ -90,11 +91,10 @@ def finetune(program, settings: OptimizerSettings, train: list[Question]):
     """The program answering through a LoRA adapter trained on `train` (programs/compile/finetune.py); the
     training's record is the compiled program's `training`, for the manifest."""
     from programs.compile.finetune import ReaderFinetune
-    from programs.compile.finetune_settings import FinetuneSettings
-    from programs.train.training_plan import TrainingPlan
 
-    plan = TrainingPlan(epochs=settings.epochs, seed=settings.seed)
-    teleprompter = ReaderFinetune(FinetuneSettings(plan=plan), settings.training_dir or "training")
+    if settings.finetune is None or settings.training_dir is None:  # no folder relative to the working directory
+        raise ValueError("the finetune optimizer needs OptimizerSettings.finetune and .training_dir")
+    teleprompter = ReaderFinetune(settings.finetune, settings.training_dir)
     compiled = teleprompter.compile(program, train)
     compiled.training = teleprompter.record
     return compiled

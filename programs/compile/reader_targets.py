@@ -39,7 +39,7 @@ class ReaderTarget:
     extra: dict = field(default_factory=dict)
 
 
-def reader_targets(program, questions: list[Question], bootstrap: bool = True,
+def reader_targets(program, questions: list[Question], bootstrap: bool,
                    progress: bool | None = None) -> list[ReaderTarget]:
     """One target per usable question (selected-text questions and partly answerable contexts are left out)."""
     targets = []

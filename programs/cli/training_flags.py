@@ -1,0 +1,29 @@
+"""The flags of a reader's training that train_reader.py and optimize.py (--optimizer finetune) share: each defaults
+to FinetuneSettings', and they resolve into one FinetuneSettings."""
+
+from __future__ import annotations
+
+import dataclasses
+from argparse import ArgumentParser, BooleanOptionalAction
+
+from programs.compile.finetune_settings import FinetuneSettings
+from programs.train.lora_config import LoraConfig
+
+
+def add_training_arguments(parser: ArgumentParser, prefix: str = "") -> None:
+    """--epochs and --bootstrap/--no-bootstrap; `prefix` heads their help (optimize's: "finetune: ")."""
+    defaults = FinetuneSettings()
+    parser.add_argument("--epochs", type=int, default=defaults.plan.epochs,
+                        help=f"{prefix}passes over the training examples; early stopping on held-out examples may end "
+                             f"it sooner (default {defaults.plan.epochs})")
+    parser.add_argument("--bootstrap", action=BooleanOptionalAction, default=defaults.bootstrap,
+                        help=f"{prefix}targets from the model's own right replies where it has them (one LM call per "
+                             "question whose passages hold its answer); --no-bootstrap: from the reference answers "
+                             f"(default {'--bootstrap' if defaults.bootstrap else '--no-bootstrap'})")
+
+
+def finetune_settings(args, lora: LoraConfig | None = None) -> FinetuneSettings:
+    """The training the flags ask for: --epochs, --seed, --bootstrap, and `lora` (default: FinetuneSettings')."""
+    defaults = FinetuneSettings()
+    plan = dataclasses.replace(defaults.plan, epochs=args.epochs, seed=args.seed)
+    return FinetuneSettings(lora or defaults.lora, plan, args.bootstrap)
