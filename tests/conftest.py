@@ -53,6 +53,18 @@ def pytest_unconfigure(config):
     folder = getattr(config, "_bookrag_shm_basetemp", None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
+    close_llama_cpp_sinks()
+
+
+def close_llama_cpp_sinks() -> None:
+    """llama-cpp-python opens /dev/null twice when it is imported (llama_cpp/_utils.py: where it sends a loading
+    model's output) and never closes it: at exit, Python reports each as an unclosed file (ResourceWarning). The
+    session closes them once every test has run, when no model loads any more."""
+    sinks = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        sink = getattr(sinks, name, None)
+        if sink is not None:
+            sink.close()
 
 
 def fake_vector(text: str, dim: int = 16) -> list[float]:
