@@ -57,7 +57,8 @@ def test_the_finetune_optimizer_without_its_settings_writes_nowhere(tmp_path, mo
     """It trained in `training/` under whatever folder it was run from; now its folder comes from the settings."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="needs OptimizerSettings.finetune and .training_dir"):
-        compile_predictors(object(), OptimizerSettings("finetune", finetune=FinetuneSettings()), [], [])
+        compile_predictors(object(), OptimizerSettings("finetune", finetune=FinetuneSettings()), [], [],
+                           say=lambda *_: None)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -138,7 +138,7 @@ def _synthetic_questions(settings, lm, out: Path, progress: bool | None, say) ->
 
     with BookIndex(settings) as index:
         index.ingest(progress=progress)
-        return synthetic_question_file(index, lm, synthetic_questions_path(out), progress, say)
+        return synthetic_question_file(index, lm, synthetic_questions_path(out), progress, say=say)
 
 
 def _train_and_dev(questions_path: Path) -> tuple[list, list]:

@@ -9,6 +9,7 @@ import logging
 import re
 import shutil
 import time
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -363,10 +364,11 @@ def default_artifact(settings: Settings, book_dir: Path) -> Path | None:
 
 
 def open_program(settings: Settings, *, book_dir: Path | None = None, artifact: Path | None = None,
-                 zero_shot: bool = False, progress: bool | None = None, announce=print):
+                 zero_shot: bool = False, progress: bool | None = None, announce: Callable[[str], None]):
     """What ask.py runs: `artifact` if given; else `artifacts/<book>/` if there is one for this book (unless
     `zero_shot`); else the zero-shot program. Indexes the book first if its collection is missing, its last ingest
-    did not finish or the book changed since (after checking the artifact fits, so a mismatch embeds nothing)."""
+    did not finish or the book changed since (after checking the artifact fits, so a mismatch embeds nothing);
+    `announce` gets the index's lines for the user."""
     from programs.rag.book_rag import BookRAG
     from retrievers import BookIndex
 

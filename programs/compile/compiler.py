@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 
@@ -36,11 +37,12 @@ class CompileResult:
 
 
 def compile_program(program, train: list[Question], dev: list[Question], optimizer: OptimizerSettings,
-                    teacher_lm: dspy.LM | None = None, progress: bool | None = None, say=print,
+                    teacher_lm: dspy.LM | None = None, progress: bool | None = None, *, say: Callable[[str], None],
                     rule: SelectionRule | None = None) -> CompileResult:
     """Calibrate the gate (train, chosen on dev), compile each candidate (train), score them on dev by successive
     halving, and keep the simplest that no other beats outside noise (`rule`; default: seeded with the optimizer's
-    seed). `program` itself, with the calibrated gate, is the zero-shot candidate.
+    seed). `program` itself, with the calibrated gate, is the zero-shot candidate. `say` gets each step's line for
+    the user (the caller shows it, or not).
 
     Train is not scored: with a local model every scored question is an LM call (~10 s), and dev is the split the
     candidates are compared on."""
@@ -52,8 +54,8 @@ def compile_program(program, train: list[Question], dev: list[Question], optimiz
     for candidate in candidates(optimizer):
         if candidate.settings is not None:
             say(f"compiling {candidate.description} ...")
-        built.append((candidate, _build(candidate, program, train, dev, teacher_lm)))
-    scored = score_candidates(built, dev, rule, progress, say)
+        built.append((candidate, _build(candidate, program, train, dev, teacher_lm, say)))
+    scored = score_candidates(built, dev, rule, progress, say=say)
     selection = choose_candidate({s.name: s.scores for s in scored if s.dropped is None}, rule)
     kept = next(s for s in scored if s.name == selection.chosen)
     scores = {"dev": {"before": _figures(scored[0].rows, SCORES), "after": _figures(kept.rows, SCORES)}}
@@ -91,12 +93,13 @@ def _figures(rows: list[QuestionRow], names: tuple[str, ...]) -> dict:
     return {name: round(report[name], 4) for name in names}
 
 
-def _build(candidate: Candidate, program, train: list[Question], dev: list[Question], teacher_lm: dspy.LM | None):
+def _build(candidate: Candidate, program, train: list[Question], dev: list[Question], teacher_lm: dspy.LM | None,
+           say: Callable[[str], None]):
     """The candidate's program: `program` itself for zero-shot, else a compiled copy with `program`'s gate."""
     if candidate.settings is None:
         return program
     with redirect_stdout(sys.stderr):  # DSPy's teleprompters print their tallies; stdout is for --json
-        compiled = compile_predictors(program, candidate.settings, train, dev, teacher_lm=teacher_lm)
+        compiled = compile_predictors(program, candidate.settings, train, dev, teacher_lm=teacher_lm, say=say)
     compiled.gate.load_state(program.gate.dump_state())  # teleprompters reset every parameter of the student
     return compiled
 

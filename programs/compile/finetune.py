@@ -16,6 +16,7 @@ import json
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from bookrag.disk_space import MB, disk_full_is_an_error, require_free
@@ -36,7 +37,8 @@ TRAINING_SPACE = 2_000 * MB
 
 
 class ReaderFinetune:
-    def __init__(self, settings: FinetuneSettings, folder: str | Path, progress: bool | None = None, say=print):
+    def __init__(self, settings: FinetuneSettings, folder: str | Path, progress: bool | None = None, *,
+                 say: Callable[[str], None]):
         self.settings, self.folder, self.progress, self.say = settings, Path(folder), progress, say
         self.record: dict = {}  # the manifest's `training`, once compiled
 
@@ -75,7 +77,7 @@ class ReaderFinetune:
         # The frozen layers' outputs and the checkpoint belong to this base model (and adapter).
         work = self.folder / "training" / hashlib.sha256(engine.identity.encode()).hexdigest()[:12]
         with disk_full_is_an_error(self.folder):
-            record = LoraTrainer(decoder, self.settings.plan, work, self.progress, self.say).fit(train, held_out)
+            record = LoraTrainer(decoder, self.settings.plan, work, self.progress, say=self.say).fit(train, held_out)
             adapter = write_adapter(decoder.lora, self.folder / ADAPTER_FILE)
         self.record = {
             "base_adapter": project_relative(engine.adapter) if engine.adapter else None,

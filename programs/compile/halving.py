@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bookrag.questions import Question
@@ -44,7 +45,7 @@ class ScoredCandidate:
 
 
 def score_candidates(candidates: list[tuple[Candidate, object]], dev: list[Question], rule: SelectionRule,
-                     progress: bool | None = None, say=print) -> list[ScoredCandidate]:
+                     progress: bool | None = None, *, say: Callable[[str], None]) -> list[ScoredCandidate]:
     """Every (candidate, program) scored on dev by successive halving, in the order given; the first is the fallback
     and is scored on all of dev unless every other candidate is dropped. A dropped candidate's rows cover the subset
     only."""

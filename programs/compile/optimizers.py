@@ -9,6 +9,7 @@ parameter of the student, so the compiler puts the calibrated gate back afterwar
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import dspy
@@ -49,8 +50,9 @@ def answer_mode_conflict(optimizer: str, answer_mode: str) -> str | None:
 
 
 def compile_predictors(program, settings: OptimizerSettings, train: list[Question], dev: list[Question],
-                       teacher_lm: dspy.LM | None = None):
-    """A copy of `program` whose predictors' instructions and demos are compiled by `settings.name`."""
+                       teacher_lm: dspy.LM | None = None, *, say: Callable[[str], None]):
+    """A copy of `program` whose predictors' instructions and demos are compiled by `settings.name`; `say` gets the
+    lines for the user of a training (finetune)."""
     trainset = [q.to_example() for q in traceable(program, train, settings.seed)]
     valset = [q.to_example() for q in dev]
     if settings.name == "labeled":
@@ -79,7 +81,7 @@ def compile_predictors(program, settings: OptimizerSettings, train: list[Questio
                             max_bootstrapped_demos=settings.max_demos, max_labeled_demos=0)
         return optimizer.compile(program, teacher=teacher, trainset=trainset, valset=valset)
     if settings.name == "finetune":
-        return finetune(program, settings, train)
+        return finetune(program, settings, train, say)
     if settings.name == "gepa":
         optimizer = GEPA(metric=feedback_score, auto="light", reflection_lm=teacher_lm or program.lm,
                          num_threads=settings.threads, seed=settings.seed)
@@ -87,14 +89,14 @@ def compile_predictors(program, settings: OptimizerSettings, train: list[Questio
     raise ValueError(f"unknown optimizer {settings.name!r}: choose one of {', '.join(OPTIMIZERS)}")
 
 
-def finetune(program, settings: OptimizerSettings, train: list[Question]):
+def finetune(program, settings: OptimizerSettings, train: list[Question], say: Callable[[str], None]):
     """The program answering through a LoRA adapter trained on `train` (programs/compile/finetune.py); the
     training's record is the compiled program's `training`, for the manifest."""
     from programs.compile.finetune import ReaderFinetune
 
     if settings.finetune is None or settings.training_dir is None:  # no folder relative to the working directory
         raise ValueError("the finetune optimizer needs OptimizerSettings.finetune and .training_dir")
-    teleprompter = ReaderFinetune(settings.finetune, settings.training_dir)
+    teleprompter = ReaderFinetune(settings.finetune, settings.training_dir, say=say)
     compiled = teleprompter.compile(program, train)
     compiled.training = teleprompter.record
     return compiled

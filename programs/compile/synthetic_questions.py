@@ -85,7 +85,8 @@ def synthetic_questions_path(artifact: Path) -> Path:
     return Path(artifact).with_name(f"{Path(artifact).name}-questions.csv")
 
 
-def synthetic_question_file(index, lm: dspy.LM, path: Path, progress: bool | None = None, say=print) -> Path:
+def synthetic_question_file(index, lm: dspy.LM, path: Path, progress: bool | None = None, *,
+                            say: Callable[[str], None]) -> Path:
     """The synthetic set of `index`'s book at `path`: read as it is when it exists (the user may have corrected it),
     else written from the book with `lm` writing the answerable questions."""
     if Path(path).is_file():

@@ -13,6 +13,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -53,7 +54,7 @@ class TrainingRecord:
 
 class LoraTrainer:
     def __init__(self, decoder: Qwen2Decoder, plan: TrainingPlan, folder: str | Path, progress: bool | None = None,
-                 say=print):
+                 *, say: Callable[[str], None]):
         if decoder.lora is None:
             raise ValueError("the decoder has no LoRA weights to train")
         self.decoder, self.lora, self.plan = decoder, decoder.lora, plan
