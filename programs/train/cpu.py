@@ -1,6 +1,7 @@
 """The CPU training runs on: what the manifest says of it, and the precision it trains in. bfloat16 where the CPU
-multiplies it natively (AVX-512 BF16 or AMX: a step took 4.7 s against 13-17 s in float32, DESIGN.md), float32
-elsewhere (emulated bfloat16 was 4.5x slower than float32 on an AVX2 machine: docs/results.md)."""
+multiplies it natively (AVX-512 BF16 or AMX: a step took 4.7 s against 13-17 s in float32, docs/results.md,
+2026-11-27), float32 elsewhere (emulated bfloat16 was 4.5x slower than float32 on an AVX2 machine: docs/results.md,
+2026-11-27 evening)."""
 
 from __future__ import annotations
 
