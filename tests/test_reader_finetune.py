@@ -5,6 +5,7 @@ of question, that an example is the program's own prompt, and that a compiled pr
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -22,12 +23,15 @@ from bookrag.questions import Question
 from programs.compile.artifact import (
     ADAPTER_FILE,
     MANIFEST_FILE,
+    build_manifest,
     file_sha256,
     load_program,
     reader_record,
     write_artifact,
 )
+from programs.compile.compiler import CompileResult
 from programs.compile.finetune import finetune_messages, held_out_split
+from programs.compile.optimizers import OptimizerSettings
 from programs.compile.reader_targets import NO_PASSAGE, reader_target
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import make_lm, with_adapter
@@ -130,3 +134,17 @@ def test_the_adapter_keys_the_models_cached_answers(tmp_path):
     assert base.kwargs["metadata"]["gguf"] != adapted.kwargs["metadata"]["gguf"]
     assert adapted.engine.identity.startswith(base.engine.identity + "+lora:")
     assert with_adapter(adapted, None).kwargs["metadata"] == base.kwargs["metadata"]
+
+
+def test_the_manifest_names_the_reader_of_the_program_the_compile_kept(small_index, tmp_path):
+    """A kept finetune candidate answers through the adapter it trained: the manifest names that one (and the
+    artifact carries it), not the reader the zero-shot program answers with."""
+    settings = Settings(data_dir=tmp_path / "data", book_dir=small_index.book_dir, local_adapter=None)
+    zero_shot = BookRAG(small_index.retriever, lm=make_lm(settings), answer_mode="extractive")
+    kept = zero_shot.deepcopy()
+    adapter = write_adapter(lora_with_updates(LoraConfig(top_layers=1)), tmp_path / "training" / ADAPTER_FILE)
+    kept.lm = with_adapter(zero_shot.lm, adapter)
+    kept.training = {"steps": 3}
+    manifest = build_manifest(settings, small_index, CompileResult(kept), OptimizerSettings("finetune"),
+                              {}, time.time())
+    assert manifest["reader"] == {"adapter": ADAPTER_FILE, "sha256": file_sha256(adapter), "training": {"steps": 3}}

@@ -113,7 +113,7 @@ def compile_artifact(args, settings, out: Path, say) -> dict:
             f"candidates: {', '.join(c.name for c in candidates(optimizer))}")
         result = compile_program(program, train, dev, optimizer, teacher_lm=teacher, progress=progress, say=say)
         dataset = dataset_record(questions_path, len(train), len(dev), synthetic)
-        manifest = build_manifest(settings, index, program, result, optimizer, dataset, started)
+        manifest = build_manifest(settings, index, result, optimizer, dataset, started)
         write_artifact(result.program, out, manifest)
     return manifest
 

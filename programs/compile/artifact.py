@@ -32,13 +32,14 @@ ARTIFACT_OUTPUT = OutputKind("compiled program", MANIFEST_FILE, MANIFEST_KEYS,
 MAX_DEMOS = 32
 
 
-def build_manifest(settings: Settings, index, program, result, optimizer, dataset: dict, started: float) -> dict:
-    """What a compiled `program` was compiled against and how (`result`: the compiler's CompileResult; `dataset`:
-    `dataset_record`'s; `started`: the compile's `time.time()`): the MANIFEST_KEYS `read_manifest` and
+def build_manifest(settings: Settings, index, result, optimizer, dataset: dict, started: float) -> dict:
+    """What the program a compile kept (`result`: the compiler's CompileResult) was compiled against and how
+    (`dataset`: `dataset_record`'s; `started`: the compile's `time.time()`): the MANIFEST_KEYS `read_manifest` and
     `check_artifact` read back, and the record of the compile."""
     from programs.lm.language_model import lm_mode
     from retrievers.reranker import reranker_record
 
+    program = result.program  # the kept one: a trained reader answers only in the finetune candidate
     return {
         "bookrag_version": _version("bookrag"),
         "dspy_version": _version("dspy"),
