@@ -227,7 +227,7 @@ def test_a_file_that_is_no_adapter_is_refused_before_it_is_hashed(tmp_path):
 
 def test_loading_a_compiled_program_hashes_the_configured_adapter_in_chunks(big_adapter, tmp_path):
     """A program compiled without a reader compares the configured adapter with the one it was compiled with."""
-    program = SimpleNamespace(lm=SimpleNamespace(engine=SimpleNamespace(adapter=big_adapter)))
+    program = SimpleNamespace(lm=make_lm(Settings(data_dir=tmp_path, local_adapter=big_adapter)))
     assert peak_memory(lambda: bind_reader(program, None, tmp_path)) < 4 << 20
 
 

@@ -34,7 +34,8 @@ from programs.compile.finetune import finetune_messages, held_out_split
 from programs.compile.optimizers import OptimizerSettings
 from programs.compile.reader_targets import NO_PASSAGE, reader_target
 from programs.lm.chat_adapter import BookChatAdapter
-from programs.lm.language_model import make_lm, with_adapter
+from programs.lm.language_model import lm_adapter, make_lm, with_adapter
+from programs.lm.reader_adapter import ReaderAdapter
 from programs.rag.book_rag import BookRAG
 from programs.train.adapter_file import write_adapter
 from programs.train.lora_config import LoraConfig
@@ -103,8 +104,8 @@ def trained_artifact(small_index, tmp_path):
     """An artifact whose program answers through a (random) adapter trained by its compile."""
     adapter = write_adapter(lora_with_updates(LoraConfig(top_layers=1)), tmp_path / "training" / ADAPTER_FILE)
     settings = Settings(data_dir=tmp_path / "data", book_dir=small_index.book_dir, local_adapter=None)
-    program = BookRAG(small_index.retriever, lm=with_adapter(make_lm(settings), adapter), answer_mode="extractive")
-    program.training = {"steps": 3}
+    trained = ReaderAdapter(adapter, training={"steps": 3})
+    program = BookRAG(small_index.retriever, lm=with_adapter(make_lm(settings), trained), answer_mode="extractive")
     manifest = manifest_for(small_index, reader=reader_record(program))
     return write_artifact(program, tmp_path / "artifacts" / "small", manifest), settings
 
@@ -115,7 +116,7 @@ def test_a_compiled_reader_travels_with_its_artifact_and_answers_after_a_reload(
     assert manifest["reader"] == {"adapter": ADAPTER_FILE, "sha256": file_sha256(artifact / ADAPTER_FILE),
                                   "training": {"steps": 3}}
     program = load_program(artifact, settings, index=small_index)
-    assert program.lm.engine.adapter == artifact / ADAPTER_FILE
+    assert lm_adapter(program.lm) == ReaderAdapter(artifact / ADAPTER_FILE)
     assert program.lm.kwargs["metadata"]["gguf"].endswith("+lora:" + file_sha256(artifact / ADAPTER_FILE)[:16])
 
 
@@ -130,7 +131,7 @@ def test_the_adapter_keys_the_models_cached_answers(tmp_path):
     """DSPy's cache keys a call by its arguments, the model's identity among them: another adapter, other answers."""
     base = make_lm(Settings(data_dir=tmp_path, local_adapter=None))
     adapter = write_adapter(lora_with_updates(LoraConfig(top_layers=1)), tmp_path / "a.gguf")
-    adapted = with_adapter(base, adapter)
+    adapted = with_adapter(base, ReaderAdapter(adapter))
     assert base.kwargs["metadata"]["gguf"] != adapted.kwargs["metadata"]["gguf"]
     assert adapted.engine.identity.startswith(base.engine.identity + "+lora:")
     assert with_adapter(adapted, None).kwargs["metadata"] == base.kwargs["metadata"]
@@ -143,8 +144,7 @@ def test_the_manifest_names_the_reader_of_the_program_the_compile_kept(small_ind
     zero_shot = BookRAG(small_index.retriever, lm=make_lm(settings), answer_mode="extractive")
     kept = zero_shot.deepcopy()
     adapter = write_adapter(lora_with_updates(LoraConfig(top_layers=1)), tmp_path / "training" / ADAPTER_FILE)
-    kept.lm = with_adapter(zero_shot.lm, adapter)
-    kept.training = {"steps": 3}
+    kept.lm = with_adapter(zero_shot.lm, ReaderAdapter(adapter, training={"steps": 3}))
     manifest = build_manifest(settings, small_index, CompileResult(kept), OptimizerSettings("finetune"),
                               {}, time.time())
     assert manifest["reader"] == {"adapter": ADAPTER_FILE, "sha256": file_sha256(adapter), "training": {"steps": 3}}

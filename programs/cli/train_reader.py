@@ -110,15 +110,15 @@ def train(settings, training, out: Path, command: str, say=notice) -> dict:
             books.append((BookRAG.from_settings(settings, index, lm=lm), questions))
             records.append({"book": project_relative(book), "questions": len(questions),
                             "files": {project_relative(p): file_sha256(p) for p in (labeled, extra)}})
-        adapter = finetune.fit(books)
+        reader = finetune.fit(books)
     finally:
         for index in indexes:
             index.close()
-    manifest = {"adapter": ADAPTER_FILE, "sha256": file_sha256(adapter), "base_model": lm.model,
-                "base_model_identity": lm.engine.identity, "books": records, "training": finetune.record,
+    manifest = {"adapter": ADAPTER_FILE, "sha256": file_sha256(reader.path), "base_model": lm.model,
+                "base_model_identity": lm.engine.identity, "books": records, "training": reader.training,
                 "command": command,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    write_reader(adapter, manifest, out)
+    write_reader(reader.path, manifest, out)
     return manifest
 
 

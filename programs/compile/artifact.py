@@ -70,12 +70,14 @@ def build_manifest(settings: Settings, index, result, optimizer, dataset: dict, 
 def reader_record(program) -> dict | None:
     """The local reader's LoRA adapter, None without one: the artifact's own (`adapter.gguf`, trained by this
     compile, with its training record) or the configured one (the shipped reader), each with its checksum."""
-    adapter = getattr(getattr(program.lm, "engine", None), "adapter", None)
+    from programs.lm.language_model import lm_adapter
+
+    adapter = lm_adapter(program.lm)
     if adapter is None:
         return None
-    training = getattr(program, "training", None)
-    return {"adapter": ADAPTER_FILE if training else project_relative(adapter), "sha256": file_sha256(adapter),
-            "training": training}
+    trained = adapter.training is not None
+    return {"adapter": ADAPTER_FILE if trained else project_relative(adapter.path),
+            "sha256": file_sha256(adapter.path), "training": adapter.training}
 
 
 def dataset_record(path: Path, train: int, dev: int, synthetic: bool) -> dict:
@@ -106,6 +108,8 @@ def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
     an artifact are refused (BadArgumentError). A symbolic link is written through: the folder it names is
     replaced, the link kept.
     """
+    from programs.lm.language_model import lm_adapter
+
     folder = OutputFolder(out_dir, ARTIFACT_OUTPUT)
     restore_folder(folder.target)
     folder.check_replaceable()
@@ -113,7 +117,7 @@ def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
     def fill(staging: Path) -> None:
         program.save(str(staging / PROGRAM_FILE))
         if (manifest.get("reader") or {}).get("adapter") == ADAPTER_FILE:  # the trained reader travels with it
-            shutil.copyfile(program.lm.engine.adapter, staging / ADAPTER_FILE)
+            shutil.copyfile(lm_adapter(program.lm).path, staging / ADAPTER_FILE)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
     replace_folder(folder.target, fill)
@@ -193,16 +197,18 @@ def bind_reader(program, reader: dict | None, artifact_dir: Path) -> None:
     """Answer with the artifact's own trained reader when it has one (checked against its checksum), whatever
     BOOKRAG_LOCAL_ADAPTER says: the reader is part of the compiled program. Warn when a program without one was
     compiled with another adapter than the one configured (its candidates were chosen on that reader's answers)."""
-    from programs.lm.language_model import with_adapter
+    from programs.lm.language_model import lm_adapter, with_adapter
+    from programs.lm.reader_adapter import ReaderAdapter
 
     reader = reader or {}
-    configured = getattr(getattr(program.lm, "engine", None), "adapter", None)
+    adapter = lm_adapter(program.lm)
+    configured = adapter.path if adapter else None
     if reader.get("adapter") == ADAPTER_FILE:
         path = artifact_dir / ADAPTER_FILE
         if not path.is_file() or file_sha256(path) != reader.get("sha256"):
             raise ArtifactError(f"{path} is missing or not the adapter this program was trained with (its sha256 "
                                 "differs from the manifest's): recompile with `python optimize.py --optimizer finetune`")
-        program.lm = with_adapter(program.lm, path)
+        program.lm = with_adapter(program.lm, ReaderAdapter(path))
     elif reader.get("sha256") != (file_sha256(configured) if configured else None):
         log.warning("%s was compiled with the local reader adapter %s, but %s is configured (BOOKRAG_LOCAL_ADAPTER): "
                     "its program was chosen on the other reader's answers; recompile with `python optimize.py`",

@@ -27,8 +27,9 @@ from programs.compile.artifact import ADAPTER_FILE, project_relative
 from programs.compile.finetune_settings import FinetuneSettings
 from programs.compile.reader_targets import ReaderTarget, reader_targets
 from programs.lm.chat_adapter import REPLY_END, BookChatAdapter
-from programs.lm.language_model import with_adapter
+from programs.lm.language_model import LocalLM, lm_adapter, with_adapter
 from programs.lm.llama_cpp_engine import LlamaCppEngine
+from programs.lm.reader_adapter import ReaderAdapter
 from programs.train.cpu import cpu_description, training_precision
 
 HELD_OUT_SHARE = 0.1  # of the training examples, held out for early stopping (at least 8)
@@ -40,27 +41,28 @@ class ReaderFinetune:
     def __init__(self, settings: FinetuneSettings, folder: str | Path, progress: bool | None = None, *,
                  say: Callable[[str], None]):
         self.settings, self.folder, self.progress, self.say = settings, Path(folder), progress, say
-        self.record: dict = {}  # the manifest's `training`, once compiled
 
     def compile(self, student, trainset: list[Question]):
-        """A copy of `student` answering with a LoRA adapter trained on `trainset` (`<folder>/adapter.gguf`); the
-        manifest's record of the training is `self.record`."""
+        """A copy of `student` answering with a LoRA adapter trained on `trainset` (`<folder>/adapter.gguf`); its
+        LM's adapter carries the record of the training, for the manifest (`lm_adapter`)."""
         compiled = student.deepcopy()
         compiled.lm = with_adapter(student.lm, self.fit([(student, trainset)]))
         return compiled
 
-    def fit(self, books: list[tuple[object, list[Question]]]) -> Path:
+    def fit(self, books: list[tuple[object, list[Question]]]) -> ReaderAdapter:
         """Train one adapter on the questions of several books, each with its own program (its own index), and
-        write it to `<folder>/adapter.gguf`. Every program must answer through the same local model and adapter."""
+        write it to `<folder>/adapter.gguf`; return it with the record of its training. Every program must answer
+        through the same local model and adapter."""
         from programs.train.adapter_file import write_adapter
         from programs.train.trainer import LoraTrainer
 
         started = time.perf_counter()
-        engines = {_local_engine(program).identity: _local_engine(program) for program, _ in books}
-        if len(engines) != 1:
+        lms = {lm.engine.identity: lm for lm in (_local_lm(program) for program, _ in books)}
+        if len(lms) != 1:
             raise ConfigError("the books' programs answer through different models or adapters: train them with one "
                               "BOOKRAG_LOCAL_MODEL and BOOKRAG_LOCAL_ADAPTER")
-        engine = engines.popitem()[1]
+        lm = lms.popitem()[1]
+        engine, base = lm.engine, lm_adapter(lm)
         require_free(self.folder, TRAINING_SPACE)
         targets, messages = [], {}
         for book, (program, questions) in enumerate(books):
@@ -71,7 +73,7 @@ class ReaderFinetune:
         if not train:
             raise DatasetError("no training question gave a reply to learn (answerable ones need key facts and a "
                                "reference answer, and must-refuse ones are taught the refusal): add questions")
-        decoder = self._decoder(engine)
+        decoder = self._decoder(engine, base)
         self.say(f"Training the reader on {len(train)} examples (held out for early stopping: {len(held_out)}); "
                  f"targets: {_sources(targets)}")
         # The frozen layers' outputs and the checkpoint belong to this base model (and adapter).
@@ -79,8 +81,8 @@ class ReaderFinetune:
         with disk_full_is_an_error(self.folder):
             record = LoraTrainer(decoder, self.settings.plan, work, self.progress, say=self.say).fit(train, held_out)
             adapter = write_adapter(decoder.lora, self.folder / ADAPTER_FILE)
-        self.record = {
-            "base_adapter": project_relative(engine.adapter) if engine.adapter else None,
+        return ReaderAdapter(adapter, training={
+            "base_adapter": project_relative(base.path) if base else None,
             # The settings it ran with: the LoRA's shape is the base adapter's when it goes on from one.
             **dataclasses.replace(self.settings, lora=decoder.lora.config).as_dict(),
             "data_sha256": hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest(),
@@ -88,11 +90,11 @@ class ReaderFinetune:
             "styles": _counts(t.style or ("must-refuse" if t.source == "refusal" else "other") for t in targets),
             **record.as_dict(), "minutes": round((time.perf_counter() - started) / 60, 1),
             "cpu": cpu_description(), "precision": str(decoder.dtype).removeprefix("torch."),
-        }
-        return adapter
+        })
 
-    def _decoder(self, engine: LlamaCppEngine):
-        """The packaged model in torch, with LoRA weights: the student's adapter's when it answers with one."""
+    def _decoder(self, engine: LlamaCppEngine, base: ReaderAdapter | None):
+        """The packaged model in torch, with LoRA weights: those of `base`, the adapter the student answers with,
+        when it has one."""
         import torch
 
         from programs.train.adapter_file import adapter_config, read_adapter
@@ -103,11 +105,11 @@ class ReaderFinetune:
         with progress_bar("Reading the model's weights", 1, self.progress) as bar:
             shape, tensors = read_gguf(engine.model_path(), progress=lambda done, total: bar.advance(1 / total))
         config = self.settings.lora
-        if engine.adapter is not None:  # go on from the adapter the program answers with, in its own shape
-            config = adapter_config(engine.adapter, shape, config.dropout)
+        if base is not None:  # go on from the adapter the program answers with, in its own shape
+            config = adapter_config(base.path, shape, config.dropout)
         lora = LoraWeights(config, shape, seed=self.settings.plan.seed)
-        if engine.adapter is not None:
-            lora.start_from(*read_adapter(engine.adapter))
+        if base is not None:
+            lora.start_from(*read_adapter(base.path))
         return Qwen2Decoder(shape, tensors, lora, getattr(torch, training_precision()))
 
 
@@ -149,11 +151,10 @@ def _examples(engine: LlamaCppEngine, messages: dict[str, list[dict[str, str]]])
     return shared_prefix([training_example(engine, example_id, chat) for example_id, chat in messages.items()])
 
 
-def _local_engine(program) -> LlamaCppEngine:
-    engine = getattr(program.lm, "engine", None)
-    if not isinstance(engine, LlamaCppEngine):
+def _local_lm(program) -> LocalLM:
+    if not isinstance(program.lm, LocalLM):
         raise ConfigError("the finetune optimizer trains the local model: set BOOKRAG_LM=local (or --lm local)")
-    return engine
+    return program.lm
 
 
 def _sources(targets: list[ReaderTarget]) -> str:

@@ -90,16 +90,13 @@ def compile_predictors(program, settings: OptimizerSettings, train: list[Questio
 
 
 def finetune(program, settings: OptimizerSettings, train: list[Question], say: Callable[[str], None]):
-    """The program answering through a LoRA adapter trained on `train` (programs/compile/finetune.py); the
-    training's record is the compiled program's `training`, for the manifest."""
+    """The program answering through a LoRA adapter trained on `train` (programs/compile/finetune.py); its LM's
+    adapter carries the training's record, for the manifest."""
     from programs.compile.finetune import ReaderFinetune
 
     if settings.finetune is None or settings.training_dir is None:  # no folder relative to the working directory
         raise ValueError("the finetune optimizer needs OptimizerSettings.finetune and .training_dir")
-    teleprompter = ReaderFinetune(settings.finetune, settings.training_dir, say=say)
-    compiled = teleprompter.compile(program, train)
-    compiled.training = teleprompter.record
-    return compiled
+    return ReaderFinetune(settings.finetune, settings.training_dir, say=say).compile(program, train)
 
 
 def traceable(program, questions: list[Question], seed: int) -> list[Question]:

@@ -21,6 +21,7 @@ from bookrag.config import Settings
 from bookrag.errors import AgentError, ConfigError
 from bookrag.redaction import mask_url, scrub, url_credentials
 from programs.lm.llama_cpp_engine import LlamaCppEngine
+from programs.lm.reader_adapter import ReaderAdapter
 from programs.lm.response_cache import ResponseCache
 
 # What DSPy's cache keeps in its folder: diskcache's FanoutCache one folder per shard (000, 001, ...); a plain
@@ -57,11 +58,12 @@ def make_lm(settings: Settings) -> dspy.LM:
         raise ConfigError(f"BOOKRAG_LM={settings.lm!r} cannot be used: {exc}") from None
 
 
-def local_lm(engine: LlamaCppEngine) -> dspy.LM:
-    """The `dspy.LM` of an in-process model."""
+def local_lm(engine: LlamaCppEngine, training: dict | None = None) -> LocalLM:
+    """The `dspy.LM` of an in-process model; `training`: the record of the training that wrote its adapter, when
+    this process trained it."""
     # In-process failures are not transient: nothing to retry.
-    return LocalLM(f"local/{engine.name}", engine=engine, max_tokens=engine.max_tokens, num_retries=0,
-                   temperature=0.0)
+    return LocalLM(f"local/{engine.name}", engine=engine, training=training, max_tokens=engine.max_tokens,
+                   num_retries=0, temperature=0.0)
 
 
 class LocalLM(dspy.LM):
@@ -70,12 +72,21 @@ class LocalLM(dspy.LM):
     themselves, so another model file or adapter never replays this one's answers.
 
     The tag is made when a call reads the arguments, not when the LM is made: its adapter part is the checksum of
-    the whole file, which a program that never calls the model (extractive answers) must not pay for."""
+    the whole file, which a program that never calls the model (extractive answers) must not pay for.
 
-    def __init__(self, *args, **kwargs):
+    `adapter` says which LoRA adapter answers (`lm_adapter` asks any LM)."""
+
+    def __init__(self, *args, training: dict | None = None, **kwargs):
         self._tagged = False  # dspy.LM's __init__ reads the arguments too
         super().__init__(*args, **kwargs)
+        self._training = training
         self._tagged = True
+
+    @property
+    def adapter(self) -> ReaderAdapter | None:
+        """The LoRA adapter the engine applies, None for the model alone."""
+        path = self.engine.adapter
+        return ReaderAdapter(path, self._training) if path is not None else None
 
     @property
     def kwargs(self) -> dict:
@@ -88,14 +99,21 @@ class LocalLM(dspy.LM):
         self._kwargs = value
 
 
-def with_adapter(lm: dspy.LM, adapter: Path | None) -> dspy.LM:
+def lm_adapter(lm: dspy.LM | None) -> ReaderAdapter | None:
+    """Which LoRA adapter answers for `lm`: the local model's, None without one and for a hosted model."""
+    return lm.adapter if isinstance(lm, LocalLM) else None
+
+
+def with_adapter(lm: dspy.LM, adapter: ReaderAdapter | None) -> LocalLM:
     """The same local model with another LoRA adapter (None: none), e.g. a compiled program's trained reader."""
-    engine = lm.engine
-    if lm_mode(lm) != "local" or not isinstance(engine, LlamaCppEngine):
+    if not isinstance(lm, LocalLM) or not isinstance(lm.engine, LlamaCppEngine):
         raise ConfigError(f"a trained reader runs on the local model, not on {lm.model}: set BOOKRAG_LM=local")
-    adapted = LlamaCppEngine(engine.gguf, engine.models_dir, adapter=adapter, max_tokens=engine.max_tokens,
-                             n_ctx=engine.n_ctx, n_threads=engine.n_threads)
-    return lm if adapted.identity == engine.identity else local_lm(adapted)
+    if lm_adapter(lm) == adapter:
+        return lm
+    engine = lm.engine
+    adapted = LlamaCppEngine(engine.gguf, engine.models_dir, adapter=adapter.path if adapter else None,
+                             max_tokens=engine.max_tokens, n_ctx=engine.n_ctx, n_threads=engine.n_threads)
+    return local_lm(adapted, adapter.training if adapter else None)
 
 
 def lm_mode(lm: dspy.LM) -> Literal["local", "hosted"]:
