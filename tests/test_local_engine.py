@@ -15,6 +15,7 @@ from dspy.lm15 import Config, Message, Request
 
 from bookrag.config import Settings
 from bookrag.errors import ConfigError
+from programs.lm import llama_cpp_engine
 from programs.lm.language_model import lm_errors, make_lm
 from programs.lm.llama_cpp_engine import chat_messages
 from programs.lm.packaged_model import QWEN_CODER_1_5B, PackagedModel
@@ -114,6 +115,7 @@ def test_a_local_model_that_is_not_a_gguf_file_is_a_configuration_error_not_a_ru
 @needs_llama
 def test_a_packaged_model_part_that_is_not_installed_is_a_configuration_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, QWEN_CODER_1_5B.package.format(n=1), None)  # `import` of it fails
+    monkeypatch.setattr(llama_cpp_engine, "_MODELS", {})  # an earlier test's loaded packaged model would be shared
     with pytest.raises(ConfigError, match="is not installed: run `pip install -e .`"):
         call(make_lm(Settings(data_dir=tmp_path)))  # data/models is empty: the GGUF would be assembled
 
