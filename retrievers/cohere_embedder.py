@@ -67,6 +67,9 @@ class CohereEmbedder:
         if embeddings is None:
             raise self._calls.malformed("JSON without embeddings")
         vectors = embeddings.float_ or []
+        if (missing := next((i for i, vector in enumerate(vectors) if not isinstance(vector, list)), None)) is not None:
+            raise self._calls.malformed(f"JSON whose vector {missing} is {json.dumps(vectors[missing], default=str)}, "
+                                        "not a list of numbers")
         if len(vectors) != count or any(len(vector) != self.dim for vector in vectors):
             sizes = sorted({len(vector) for vector in vectors})
             raise EmbeddingError(

@@ -199,6 +199,16 @@ def test_a_vector_holding_what_is_no_finite_number_is_refused_and_not_cached(tmp
     assert len(fake.requests) == 2  # nothing of the refused reply was cached
 
 
+@pytest.mark.parametrize("position", [0, 1])
+def test_a_reply_with_null_in_place_of_a_vector_is_refused_not_a_crash(position):
+    texts = ["a chunk", "another chunk"]
+    vectors = [fake_vector(text) for text in texts]
+    vectors[position] = None
+    with pytest.raises(EmbeddingError, match=f"JSON whose vector {position} is null, not a list of numbers") as caught:
+        cohere_embedder(FakeCohere([embed_reply(vectors, texts)])).embed_documents(texts)
+    assert caught.value.exit_code == ExitCode.RUNTIME
+
+
 class UncheckedCohere:
     """Cohere's embedder as it was before its replies were checked: what it returned went into the cache."""
 
