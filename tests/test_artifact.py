@@ -289,7 +289,8 @@ def reranked_artifact(index, folder, weighs: bool = True, **manifest):
 def test_a_gate_fitted_on_rerank_scores_runs_with_the_reranker_it_was_compiled_with(small_index, tmp_path):
     fake = FakeCohereRerank()
     small_index.retriever.reranker = cohere_reranker(fake)
-    program = load_program(reranked_artifact(small_index, tmp_path / "art"), small_index.settings, index=small_index)
+    settings = small_index.settings.replace(answer_mode="extractive")  # the passages, not the local model's answer
+    program = load_program(reranked_artifact(small_index, tmp_path / "art"), settings, index=small_index)
     assert program.gate.weighs_rerank_scores
     passages = program(question="What is a node?").passages
     assert passages and all(p.rerank_score is not None for p in passages)
