@@ -474,6 +474,13 @@ def test_an_unreadable_reply_says_the_draft_could_not_be_read(monkeypatch, capsy
     assert "could not be read as an answer and was withdrawn" in err and "failed the answer checks" not in err
 
 
+def test_a_quote_in_place_of_an_unreadable_reply_says_so(monkeypatch, capsys):
+    on_terminal(monkeypatch)
+    quote = Response(answer="The book says: \u201cQuillon is 1.4 m tall.\u201d", query="q", mode="quoted")
+    ask.answer(DraftingProgram(lambda q: quote).ask, IN_SCOPE, args())
+    assert "could not be read; below is the book's own sentence" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("options", [{}, {"json": True}])
 def test_piped_or_json_output_streams_nothing(capsys, options):
     program = DraftingProgram(lambda q: answer("Quillon is 1.4 m tall.", query=q))

@@ -133,26 +133,33 @@ def test_citations_name_the_cited_passages_with_url_and_score(make):
     assert citation.url.startswith("/docs") and 0 < citation.score <= 1
 
 
-def test_an_unparseable_lm_reply_is_refused_not_replaced_by_the_passages_sentences(make, caplog):
+def test_an_unparseable_lm_reply_gives_way_to_the_books_sentence_shown_as_a_quote(make, caplog):
     lm = DummyLM([{"unrelated": "x"}] * 3)
     program = make(lm=lm, answer_mode="generated")
     with caplog.at_level(logging.WARNING):
         response = program.ask("How tall is Quillon the teaching robot?")
-    assert response.is_refusal and response.refusal_reason == "unreadable_reply"
-    assert response.answer == REFUSAL_MESSAGE and response.citations == []
+    assert response.mode == "quoted" and not response.is_refusal
+    assert response.answer == "The book says: \u201cQuillon is 1.4 m tall and weighs 31 kg.\u201d"
+    assert [c.source for c in response.citations] == ["intro.md"]
     assert len(lm.history) == 1  # one call: no second, JSON-formatted attempt
-    assert "could not be read as an answer" in caplog.text
+    assert "could not be read as an answer; quoting the book" in caplog.text
 
 
 @pytest.mark.parametrize("answer", [
     "The world model is a YAML file:\n[8] # world_model.yaml\n[9] kitchen_counter: {x: 4.2}",  # the context copied
     "Joints: l_knee_pitch, neck_yaw, l_knee_pitch, neck_yaw, l_knee_pitch, neck_yaw, l_knee_pitch, neck_yaw",
 ])
-def test_an_answer_that_is_no_answer_is_refused(make, answer):
+def test_an_answer_that_is_no_answer_gives_way_to_the_quote(make, answer):
     program = make(lm=DummyLM([generated(answer=answer)]), answer_mode="generated")
     response = program.ask("How tall is Quillon the teaching robot?")
+    assert response.mode == "quoted" and "1.4 m" in response.answer and "kitchen_counter" not in response.answer
+
+
+def test_an_unreadable_reply_without_a_sentence_that_answers_is_refused(make):
+    program = make(lm=DummyLM([{"unrelated": "x"}] * 3), answer_mode="generated")
+    response = program.ask("What colour is Quillon the teaching robot?")  # the book restates the question, no more
     assert response.is_refusal and response.refusal_reason == "unreadable_reply"
-    assert response.answer == REFUSAL_MESSAGE
+    assert response.answer == REFUSAL_MESSAGE and response.citations == []
 
 
 def test_the_extractive_mode_still_answers_with_the_books_sentences(make):

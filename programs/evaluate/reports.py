@@ -160,8 +160,8 @@ def question_row(program, question: Question, judge=None) -> QuestionRow:
         token_f1=(metrics.token_f1(question.reference_answer, "" if refused else pred.answer)
                   if answerable and question.reference_answer else None),
         answer_words=metrics.answer_words(pred.answer) if answerable and not refused else None,
-        parse_failed=pred.refusal_reason == RefusalReason.UNREADABLE_REPLY,
-        lm_answered=(pred.mode == ResponseMode.GENERATED
+        parse_failed=pred.mode == ResponseMode.QUOTED or pred.refusal_reason == RefusalReason.UNREADABLE_REPLY,
+        lm_answered=(pred.mode in (ResponseMode.GENERATED, ResponseMode.QUOTED)
                      or (program.generates and pred.refusal_reason in REFUSED_AFTER_LM)),
         combined=metrics.combined_score(example, pred),
         passed=metrics.passed(example, pred),

@@ -30,6 +30,7 @@ from programs.lm.warm_up import warm_up_lm
 from programs.rag.answer_with_citations import REASONING, AnswerWithCitations, written_badly
 from programs.rag.ask_api import AskAPI
 from programs.rag.async_predict import apredict
+from programs.rag.book_quote import book_quote, quoted
 from programs.rag.bounded_question import bounded_question
 from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_context
 from programs.rag.extractive_answer import ExtractiveAnswer
@@ -184,10 +185,10 @@ class BookRAG(AskAPI, dspy.Module):
                                   nearest)
 
     def write_answer(self, question: str, query: str, passages: list[Passage], history=()):
-        """(answer, valid citations, answerable verdict, mode): the LM's ChainOfThought, or the extractive mode; None
-        when the LM's reply is no answer (the adapter cannot read it, the context copied out, a phrase repeated to
-        the token cap). Such a reply is refused, not replaced by the passages' best sentences: that fallback showed
-        a code comment, a docstring, a link or a chapter title as the answer (5 wrong of 6, docs/results.md)."""
+        """(answer, valid citations, answerable verdict, mode): the LM's ChainOfThought, or the extractive mode. A
+        reply that is no answer (the adapter cannot read it, the context copied out, a phrase repeated to the token
+        cap) gives way to one sentence of the book that answers on its own, shown as a quote (`book_quote`), or,
+        without one, to a refusal (None)."""
         reply = self.reply(self.context(query, passages), question, history) if self.generates else None
         return self.answer_of(reply, query, passages)
 
@@ -221,8 +222,9 @@ class BookRAG(AskAPI, dspy.Module):
             extract = self.extract(query, passages)
             return extract.answer, extract.citations, bool(extract.answer), ResponseMode.EXTRACTIVE
         if reply is None or written_badly(reply.answer):
-            log.warning("the LM's reply could not be read as an answer; refusing")
-            return None
+            quote = book_quote(query, passages)
+            log.warning("the LM's reply could not be read as an answer; %s", "quoting the book" if quote else "refusing")
+            return (quoted(quote.text), [quote.number], True, ResponseMode.QUOTED) if quote else None
         return (reply.answer, valid_citations(reply.citations, len(passages)), bool(reply.answerable),
                 ResponseMode.GENERATED)
 

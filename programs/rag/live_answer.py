@@ -57,10 +57,13 @@ class LiveAnswer:
 
     def withdrawal(self, response: Response) -> str | None:
         """One line when the final answer is not the draft the user watched being written, else None."""
+        from programs.rag.response import ResponseMode
         from programs.refusal.reasons import RefusalReason
 
         if not self.draft.strip():
             return None
+        if response.mode == ResponseMode.QUOTED:
+            return "(the model's reply could not be read; below is the book's own sentence)"
         if response.refusal_reason == RefusalReason.UNREADABLE_REPLY:
             return "(the model's reply could not be read as an answer and was withdrawn)"
         if response.is_refusal and response.refusal_reason != RefusalReason.MODEL:  # the LM's own refusal is no retraction

@@ -19,6 +19,7 @@ class ResponseMode(StrEnum):
 
     GENERATED = "generated"  # the LM
     EXTRACTIVE = "extractive"  # the book's own sentences, no LM
+    QUOTED = "quoted"  # one sentence of the book, shown as its words, because the LM's reply was no answer
     REFUSED = "refused"
 
 

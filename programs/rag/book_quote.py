@@ -1,0 +1,55 @@
+"""`book_quote`: the one sentence of the passages that answers the question on its own, shown as the book's words when
+the LM's reply is no answer.
+
+Only a prose sentence that reads alone is quoted: not a code line, a heading, a table row, a list's lead-in, a
+question, a link, or a sentence that points back to the one before it. It must hold most of the question's content
+words, and words of its own besides: a sentence made of the question's words restates it ("The teaching robot is
+called Quillon." for "How tall is Quillon the teaching robot?") without answering it. The passages' best sentences run together (the old fallback) showed a code comment, a docstring, a
+link or a chapter title as the answer, wrong 5 times in 6 on hidden questions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from programs.text.passage_sentences import Sentence, scored_sentences
+from programs.text.query_terms import content_terms, words_found
+from retrievers.passage import Passage
+
+MIN_QUOTE_WORDS = 5
+MIN_QUESTION_WORDS_QUOTED = 0.5  # share of the question's content words the sentence holds
+MIN_WORDS_OF_ITS_OWN = 2  # content words the question does not have
+_LINK = re.compile(r"\]\(|https?://|<[a-z/]")
+
+
+@dataclass(frozen=True)
+class BookQuote:
+    text: str
+    number: int  # the 1-based passage it is quoted from
+
+
+def book_quote(question: str, passages: list[Passage]) -> BookQuote | None:
+    """The best-scoring quotable sentence, or None when no sentence answers the question on its own."""
+    scores = scored_sentences(question, passages)
+    asked = set(content_terms(question))
+    quotable = [s for s in scores if scores[s] > 0 and reads_alone(s)
+                and len(set(content_terms(s.text)) - asked) >= MIN_WORDS_OF_ITS_OWN]
+    if not quotable:
+        return None
+    best = max(quotable, key=scores.__getitem__)
+    if words_found(question, [best.text]) < MIN_QUESTION_WORDS_QUOTED:
+        return None
+    return BookQuote(best.text, best.number)
+
+
+def quoted(text: str) -> str:
+    """The answer a quote is shown as: the book's words, marked as such."""
+    return f"The book says: \u201c{text}\u201d"
+
+
+def reads_alone(sentence: Sentence) -> bool:
+    """A prose sentence, complete, that needs no other unit to be understood."""
+    text = sentence.text
+    return (not sentence.code and not sentence.row and not sentence.needs and not sentence.marker
+            and text.endswith((".", "!")) and len(text.split()) >= MIN_QUOTE_WORDS and not _LINK.search(text))
