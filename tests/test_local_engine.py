@@ -165,7 +165,8 @@ def test_a_shared_prompt_prefix_is_read_once_then_reused_from_the_kv_cache(local
 def test_a_second_engine_sharing_the_loaded_model_also_saves_its_prompt_prefix(local_lm, monkeypatch, tmp_path):
     monkeypatch.setitem(vars(dspy), "cache", Cache(False, False, None))
     local_lm(messages=[{"role": "user", "content": "Say yes."}], max_tokens=2)  # the first engine loads the model
-    second = make_lm(Settings(lm="local", lm_max_tokens=2))  # the same file: shares that loaded model
+    # The same weights in another data folder: it shares that loaded model, and keeps its prefixes in its own folder.
+    second = make_lm(Settings(lm="local", lm_max_tokens=2, data_dir=tmp_path / "data"))
     # A prefix no earlier run can have stored (tmp_path's name repeats from one pytest session to the next).
     system = {"role": "system", "content": f"{uuid.uuid4().hex}: you answer questions about a robotics textbook. " * 40}
     started = time.time()

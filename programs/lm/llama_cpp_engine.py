@@ -58,7 +58,9 @@ class LoadedModel:
     """One llama.cpp model in memory, shared by every engine of the process that names its file."""
 
     llama: object  # llama_cpp.Llama
-    prefixes: PromptPrefixStore  # its prompt prefixes' KV states on disk
+    # What its prompt prefixes' KV states are keyed by: the file, the context size and the weights' identity (a state
+    # read with an adapter is wrong without it, and the other way round). Each engine keeps them in its own folder.
+    prefix_key: str
     lock: threading.Lock = field(default_factory=threading.Lock)  # a llama.cpp context is not thread-safe
 
 
@@ -176,7 +178,8 @@ class LlamaCppEngine:
         with model.lock:
             messages = chat_messages(request)
             tokens, stop = self._prompt_tokens(llama, messages)
-            _load_prefix(llama, model.prefixes, self._prefix_tokens(llama, messages, tokens), tokens)
+            prefixes = PromptPrefixStore(self.models_dir / "prompt-prefixes", model.prefix_key)
+            _load_prefix(llama, prefixes, self._prefix_tokens(llama, messages, tokens), tokens)
             reused = _cached_prefix(llama, tokens)
             try:
                 yield llama.create_completion(
@@ -256,9 +259,6 @@ class LlamaCppEngine:
                                      "GGUF, or set it to none")
         if self.adapter is not None:  # llama.cpp crashes the process on an adapter it cannot apply
             check_lora_adapter(self.adapter, path)
-        # A prefix's KV state read with an adapter is wrong without it, and the other way round.
-        prefixes = PromptPrefixStore(self.models_dir / "prompt-prefixes",
-                                     f"{path.name}:{path.stat().st_size}:{self.n_ctx}:{self.identity}")
         adapter = {"lora_path": str(self.adapter)} if self.adapter else {}
         # Kept off the terminal: llama.cpp warns for every adapted matrix that it cannot use its repacked kernels.
         with LlamaOutput() as output:
@@ -270,7 +270,7 @@ class LlamaCppEngine:
                     raise ConfigurationError(f"cannot load {path} with the adapter {self.adapter} ({why}): is the "
                                              "adapter a LoRA GGUF trained for this model?") from None
                 raise ConfigurationError(f"cannot load {path} with llama.cpp ({why}): is it a GGUF model?") from None
-        return LoadedModel(llama, prefixes)
+        return LoadedModel(llama, f"{path.name}:{path.stat().st_size}:{self.n_ctx}:{self.identity}")
 
     def close(self) -> None:
         """Free the model's memory; the next call loads it again."""
