@@ -3,7 +3,8 @@ the LM's reply is no answer.
 
 Only a prose sentence that reads alone is quoted: not a code line, a heading, a table row, a list's lead-in, a
 question, a link, or a sentence that points back to the one before it. It must hold most of the question's content
-words, and words of its own besides: a sentence made of the question's words restates it ("The teaching robot is
+words, every name the question gives (a quote about Isaac ROS Visual SLAM does not say how ORB-SLAM3 compares with
+it), and words of its own besides: a sentence made of the question's words restates it ("The teaching robot is
 called Quillon." for "How tall is Quillon the teaching robot?") without answering it. The passages' best sentences run together (the old fallback) showed a code comment, a docstring, a
 link or a chapter title as the answer, wrong 5 times in 6 on hidden questions.
 """
@@ -14,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from programs.text.passage_sentences import Sentence, scored_sentences
-from programs.text.query_terms import content_terms, words_found
+from programs.text.query_terms import content_terms, name_terms, term_set, words_found
 from retrievers.passage import Passage
 
 MIN_QUOTE_WORDS = 5
@@ -38,7 +39,8 @@ def book_quote(question: str, passages: list[Passage]) -> BookQuote | None:
     if not quotable:
         return None
     best = max(quotable, key=scores.__getitem__)
-    if words_found(question, [best.text]) < MIN_QUESTION_WORDS_QUOTED:
+    if words_found(question, [best.text]) < MIN_QUESTION_WORDS_QUOTED or not set(name_terms(question)) <= term_set(
+            best.text):
         return None
     return BookQuote(best.text, best.number)
 
