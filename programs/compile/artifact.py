@@ -13,7 +13,7 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from bookrag.atomic_file import replace_folder, restore_folder
+from bookrag.atomic_file import restore_folder
 from bookrag.config import PROJECT_ROOT, Settings, book_name
 from bookrag.errors import ArtifactError
 from bookrag.file_checksum import file_sha256
@@ -100,19 +100,13 @@ def _version(package: str) -> str:
 
 
 def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
-    """Write into a fresh sibling folder, then swap it in: a killed run leaves the previous artifact intact.
-
-    Staging folders that killed runs left behind are removed first (after putting back an artifact a kill between
-    the two renames had moved aside); two runs writing the same artifact at once are not supported. Only a new or
-    empty folder or a previous artifact and nothing else is replaced: a file, someone else's folder or files beside
-    an artifact are refused (BadArgumentError). A symbolic link is written through: the folder it names is
-    replaced, the link kept.
+    """Write into a fresh sibling folder, then swap it in (`OutputFolder.replace_whole`): a killed run leaves the
+    previous artifact intact, and what a killed swap left is repaired first; two runs writing the same artifact at
+    once are not supported. Only a new or empty folder or a previous artifact and nothing else is replaced: a file,
+    someone else's folder or files beside an artifact are refused (BadArgumentError). A symbolic link is written
+    through: the folder it names is replaced, the link kept.
     """
     from programs.lm.language_model import lm_adapter
-
-    folder = OutputFolder(out_dir, ARTIFACT_OUTPUT)
-    restore_folder(folder.target)
-    folder.check_replaceable()
 
     def fill(staging: Path) -> None:
         program.save(str(staging / PROGRAM_FILE))
@@ -120,7 +114,7 @@ def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
             shutil.copyfile(lm_adapter(program.lm).path, staging / ADAPTER_FILE)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
-    replace_folder(folder.target, fill)
+    OutputFolder(out_dir, ARTIFACT_OUTPUT).replace_whole(fill)
     return Path(out_dir)
 
 

@@ -1,12 +1,13 @@
-"""`book_quote`: the one sentence of the passages that answers the question on its own, shown as the book's words when
-the LM's reply is no answer.
+"""`book_quote`: the one sentence of the passages that answers the question on its own, shown as the book's words
+when the LM's reply is no answer.
 
 Only a prose sentence that reads alone is quoted: not a code line, a heading, a table row, a list's lead-in, a
 question, a link, or a sentence that points back to the one before it. It must hold most of the question's content
 words, every name the question gives (a quote about Isaac ROS Visual SLAM does not say how ORB-SLAM3 compares with
 it), and words of its own besides: a sentence made of the question's words restates it ("The teaching robot is
-called Quillon." for "How tall is Quillon the teaching robot?") without answering it. The passages' best sentences run together (the old fallback) showed a code comment, a docstring, a
-link or a chapter title as the answer, wrong 5 times in 6 on hidden questions.
+called Quillon." for "How tall is Quillon the teaching robot?") without answering it. The passages' best sentences
+run together (the old fallback) showed a code comment, a docstring, a link or a chapter title as the answer, wrong 5
+times in 6 on hidden questions.
 """
 
 from __future__ import annotations
