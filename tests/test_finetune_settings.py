@@ -43,6 +43,20 @@ def test_the_flags_reach_the_settings(tmp_path):
         training_folder(settings, "my-book"))
 
 
+def test_the_number_of_examples_is_a_flag_of_both_commands():
+    for parser, extra in ((train_reader.build_parser(), []), (optimize.build_parser(), ["--optimizer", "finetune"])):
+        assert parser.parse_args([*extra, "--examples", "120"]).examples == 120
+        assert parser.parse_args([*extra, "--examples", "all"]).examples is None
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "many"])
+def test_a_number_of_examples_that_is_none_exits_4_naming_it(value, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        train_reader.build_parser().parse_args(["--examples", value])
+    assert exit_.value.code == 4
+    assert f"expected a number of examples (at least 1) or `all`, not {value!r}" in capsys.readouterr().err
+
+
 def test_the_artifacts_manifest_records_the_training_settings():
     """build_manifest writes OptimizerSettings.as_dict() as the manifest's `optimizer`."""
     training = FinetuneSettings(plan=dataclasses.replace(TrainingPlan(), epochs=1), bootstrap=True)

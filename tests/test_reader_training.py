@@ -84,7 +84,7 @@ def test_lora_starts_as_the_model_and_its_update_is_scale_b_a():
 
 
 def test_the_adapter_file_is_a_gguf_lora_adapter_that_reads_back(tmp_path):
-    lora = lora_with_updates(LoraConfig(rank=4, alpha=8.0, top_layers=2))
+    lora = lora_with_updates(LoraConfig(rank=4, alpha=8.0, top_layers=2, matrices=MATRICES))
     path = write_adapter(lora, tmp_path / "adapter.gguf")
     reader = gguf.GGUFReader(str(path))
     fields = {key: reader.get_field(key).contents() for key in

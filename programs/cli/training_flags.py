@@ -4,7 +4,7 @@ to FinetuneSettings', and they resolve into one FinetuneSettings."""
 from __future__ import annotations
 
 import dataclasses
-from argparse import ArgumentParser, BooleanOptionalAction
+from argparse import ArgumentParser, ArgumentTypeError, BooleanOptionalAction
 
 from programs.compile.finetune_settings import FinetuneSettings
 from programs.train.lora_config import LoraConfig
@@ -16,6 +16,9 @@ def add_training_arguments(parser: ArgumentParser, prefix: str = "") -> None:
     parser.add_argument("--epochs", type=int, default=defaults.plan.epochs,
                         help=f"{prefix}passes over the training examples; early stopping on held-out examples may end "
                              f"it sooner (default {defaults.plan.epochs})")
+    parser.add_argument("--examples", type=_examples, default=defaults.plan.examples,
+                        help=f"{prefix}train on at most N examples, chosen by kind of question with refusals in "
+                             f"proportion; `all` for every one (default {defaults.plan.examples})")
     parser.add_argument("--bootstrap", action=BooleanOptionalAction, default=defaults.bootstrap,
                         help=f"{prefix}targets from the model's own right replies where it has them (one LM call per "
                              "question whose passages hold its answer); --no-bootstrap: from the reference answers "
@@ -23,7 +26,15 @@ def add_training_arguments(parser: ArgumentParser, prefix: str = "") -> None:
 
 
 def finetune_settings(args, lora: LoraConfig | None = None) -> FinetuneSettings:
-    """The training the flags ask for: --epochs, --seed, --bootstrap, and `lora` (default: FinetuneSettings')."""
+    """The training the flags ask for: --examples, --epochs, --seed, --bootstrap, and `lora` (default: FinetuneSettings')."""
     defaults = FinetuneSettings()
-    plan = dataclasses.replace(defaults.plan, epochs=args.epochs, seed=args.seed)
+    plan = dataclasses.replace(defaults.plan, examples=args.examples, epochs=args.epochs, seed=args.seed)
     return FinetuneSettings(lora or defaults.lora, plan, args.bootstrap)
+
+
+def _examples(text: str) -> int | None:
+    if text == "all":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ArgumentTypeError(f"expected a number of examples (at least 1) or `all`, not {text!r}")
+    return int(text)

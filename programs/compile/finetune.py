@@ -24,6 +24,7 @@ from bookrag.errors import ConfigError, DatasetError
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.compile.artifact import ADAPTER_FILE, project_relative
+from programs.compile.example_choice import choose_targets
 from programs.compile.finetune_settings import FinetuneSettings
 from programs.compile.reader_targets import ReaderTarget, reader_targets
 from programs.lm.chat_adapter import REPLY_END, BookChatAdapter
@@ -64,18 +65,19 @@ class ReaderFinetune:
         lm = lms.popitem()[1]
         engine, base = lm.engine, lm_adapter(lm)
         require_free(self.folder, TRAINING_SPACE)
-        targets, messages = [], {}
-        for book, (program, questions) in enumerate(books):
-            for target in reader_targets(program, questions, self.settings.bootstrap, self.progress):
-                targets.append(target)
-                messages[f"{book}:{target.id}"] = finetune_messages(program, target)
+        written = [(book, program, target) for book, (program, questions) in enumerate(books)
+                   for target in reader_targets(program, questions, self.settings.bootstrap, self.progress)]
+        targets = choose_targets([t for _, _, t in written], self.settings.plan.examples, self.settings.plan.seed)
+        chosen = {id(t) for t in targets}
+        messages = {f"{book}:{target.id}": finetune_messages(program, target) for book, program, target in written
+                    if id(target) in chosen}
         train, held_out = held_out_split(_examples(engine, messages), self.settings.plan.seed)
         if not train:
             raise DatasetError("no training question gave a reply to learn (answerable ones need key facts and a "
                                "reference answer, and must-refuse ones are taught the refusal): add questions")
         decoder = self._decoder(engine, base)
         self.say(f"Training the reader on {len(train)} examples (held out for early stopping: {len(held_out)}); "
-                 f"targets: {_sources(targets)}")
+                 f"targets: {_sources(targets)} (chosen from {len(written)})")
         # The frozen layers' outputs and the checkpoint belong to this base model (and adapter).
         work = self.folder / "training" / hashlib.sha256(engine.identity.encode()).hexdigest()[:12]
         with disk_full_is_an_error(self.folder):
@@ -86,7 +88,7 @@ class ReaderFinetune:
             # The settings it ran with: the LoRA's shape is the base adapter's when it goes on from one.
             **dataclasses.replace(self.settings, lora=decoder.lora.config).as_dict(),
             "data_sha256": hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest(),
-            "targets": len(targets), "sources": _counts(t.source for t in targets),
+            "targets": len(targets), "targets_written": len(written), "sources": _counts(t.source for t in targets),
             "styles": _counts(t.style or ("must-refuse" if t.source == "refusal" else "other") for t in targets),
             **record.as_dict(), "minutes": round((time.perf_counter() - started) / 60, 1),
             "cpu": cpu_description(), "precision": str(decoder.dtype).removeprefix("torch."),
