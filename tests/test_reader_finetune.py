@@ -54,9 +54,9 @@ def test_a_must_refuse_question_is_taught_the_refusal(make):
 def test_a_question_whose_context_holds_its_facts_is_taught_the_reference_quoting_the_fact(make):
     target = reader_target(make(), TALL, bootstrap=False)
     assert target.source == "reference" and target.style == "book-words"
-    passage = int(target.outputs["reasoning"][1])
-    assert target.outputs["reasoning"].startswith(f'[{passage}] "') and "1.4 m" in target.outputs["reasoning"]
-    assert len(target.outputs["reasoning"].split()) <= 12
+    passage = int(target.outputs["reasoning"].split()[1])
+    assert target.outputs["reasoning"].startswith(f'Passage {passage} states "') and "1.4 m" in target.outputs["reasoning"]
+    assert len(target.outputs["reasoning"].split()) <= 13
     assert target.outputs["answer"] == "Quillon is 1.4 m tall." and target.outputs["citations"] == [passage]
     assert "1.4 m" in target.inputs["context"].split(f"[{passage}]")[1]
 

@@ -3,7 +3,8 @@ retrieves and compacts, the question, the history) and a short reply.
 
 - A question whose context holds every key fact: the program's own reply when it states every fact, cites a passage
   that holds one and is short (bootstrapped, as DSPy's BootstrapFinetune keeps the traces its metric passes), else the
-  reference answer. Either way the reasoning is one line that quotes the deciding words with their passage number.
+  reference answer. Either way the reasoning is one line that quotes the deciding words with their passage number
+  (`Passage 2 states "..."`: not `[2] "..."`, a shape the reader trained on it copied into its answers).
 - A must-refuse question, or an answerable one whose context holds none of its key facts: the refusal, with
   `answerable` False (the passages, not the book, decide what can be answered).
 - An answerable question whose context holds some of its facts is left out: neither a full answer nor a refusal
@@ -69,7 +70,8 @@ def answer_reply(program, inputs: dict, q: Question, units, n_passages: int, boo
     if len(held) < len(q.key_facts):
         return None
     quotes = [quote(f, units) for f in q.key_facts]
-    reasoning = "; ".join(dict.fromkeys(f'[{n}] "{words}"' for n, words in quotes))
+    reasoning = "; ".join(dict.fromkeys(f'passage {n} states "{words}"' for n, words in quotes))
+    reasoning = reasoning[0].upper() + reasoning[1:] + "."
     if bootstrap and (own := bootstrapped_answer(program, inputs, q, units, n_passages)) is not None:
         answer, citations = own
         return {"reasoning": reasoning, "answer": answer, "citations": citations, "answerable": True}, "bootstrapped"

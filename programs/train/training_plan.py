@@ -13,7 +13,7 @@ class TrainingPlan:
     examples: int | None = 440
     epochs: int = 1
     batch_size: int = 8
-    learning_rate: float = 2e-4
+    learning_rate: float = 4e-4  # for q,v alone: at 2e-4 one epoch learned the reply's shape, not when to refuse
     warmup_steps: int = 4
     evaluations_per_epoch: int = 2  # dev loss this many times an epoch (and at the end)
     patience: int = 2  # evaluations without a better dev loss before stopping
