@@ -5,6 +5,7 @@ weights."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -136,6 +137,19 @@ def test_training_lowers_the_held_out_loss_and_keeps_the_best_weights(tmp_path):
     assert record.best_step == min(record.dev_loss, key=lambda point: point[1])[0]
 
 
+def test_a_run_out_of_time_keeps_its_best_weights_and_goes_on_when_given_more(tmp_path):
+    plan = TrainingPlan(epochs=2, batch_size=8, learning_rate=1e-2, evaluations_per_epoch=1, patience=3)
+    start = LoraWeights(LoraConfig(rank=4, top_layers=2), SHAPE).state_dict()
+    stopped, record = trained(tmp_path / "run", dataclasses.replace(plan, minutes=0))
+    assert record.out_of_time and record.steps == 0 and record.dev_loss == [(0, record.dev_loss[0][1])]
+    assert all(torch.equal(stopped.state_dict()[key], value) for key, value in start.items())
+    went_on, record = trained(tmp_path / "run", plan)
+    whole, _ = trained(tmp_path / "whole", plan)
+    assert record.steps == 12 and not record.out_of_time
+    for key, value in whole.state_dict().items():
+        assert torch.allclose(went_on.state_dict()[key], value, atol=1e-6), key
+
+
 RESUME_SCRIPT = """
 import sys, time
 sys.path.insert(0, {tests!r}); sys.path.insert(0, {root!r})
@@ -191,3 +205,32 @@ def test_in_bfloat16_the_decoder_computes_what_it_does_in_float32_and_trains(tmp
     record = LoraTrainer(decoder, plan, tmp_path, progress=False, say=lambda *_: None).fit(copy_task(48, seed=1),
                                                                                            copy_task(8, seed=2))
     assert record.dev_loss[-1][1] < record.dev_loss[0][1]
+
+
+def test_int8_frozen_layers_compute_what_float32_does_and_keep_their_own_cache(tmp_path):
+    """The frozen layers' products in int8 (--frozen-int8) stay close to float32; only those layers lose their float
+    weights, and their outputs are cached apart from float ones."""
+    tokens = [3, 7, 1, 9, 12, 5, 30, 2]
+    wide = whole_output(Qwen2Decoder(SHAPE, tiny_weights()), tokens)
+    decoder = Qwen2Decoder(SHAPE, tiny_weights())
+    decoder.quantize_frozen(range(2))
+    assert {name for name in decoder.packed} == {f"blk.{n}.{m}.weight" for n in range(2) for m in MATRICES}
+    assert not any(f"blk.{n}.{m}.weight" in decoder.w for n in range(2) for m in MATRICES)
+    assert all(f"blk.{n}.{m}.weight" in decoder.w for n in range(2, 4) for m in MATRICES)
+    narrow = whole_output(decoder, tokens)
+    error = ((narrow - wide).norm() / wide.norm()).item()
+    assert 0 < error < 0.05
+    example = TrainingExample("e", (5, 6, 7), (8, 9, 10, 11, 12), 3)
+    FrozenStart(decoder, 2, example.prefix, tmp_path)(example)
+    assert any((tmp_path / "below-layer-2-int8").glob("*.pt")) and not (tmp_path / "below-layer-2").exists()
+
+
+def test_the_trainer_quantizes_only_the_frozen_layers_when_the_plan_says_so(tmp_path):
+    for int8, folder in ((True, "below-layer-2-int8"), (False, "below-layer-2")):
+        decoder = Qwen2Decoder(SHAPE, tiny_weights(), LoraWeights(LoraConfig(rank=4, top_layers=2), SHAPE))
+        plan = TrainingPlan(epochs=1, batch_size=8, evaluations_per_epoch=1, frozen_int8=int8)
+        LoraTrainer(decoder, plan, tmp_path / folder, progress=False, say=lambda *_: None).fit(
+            copy_task(16, seed=1), copy_task(8, seed=2))
+        assert bool(decoder.packed) == int8
+        assert {name.split(".")[1] for name in decoder.packed} <= {"0", "1"}
+        assert any((tmp_path / folder / "frozen" / folder).glob("*.pt"))

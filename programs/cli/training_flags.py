@@ -19,6 +19,13 @@ def add_training_arguments(parser: ArgumentParser, prefix: str = "") -> None:
     parser.add_argument("--examples", type=_examples, default=defaults.plan.examples,
                         help=f"{prefix}train on at most N examples, chosen by kind of question with refusals in "
                              f"proportion; `all` for every one (default {defaults.plan.examples})")
+    parser.add_argument("--minutes", type=float, default=defaults.plan.minutes,
+                        help=f"{prefix}stop after the step that passes this many minutes of training (the frozen "
+                             "layers' pass and the steps), keeping the weights of the best held-out loss; the same "
+                             "command with more minutes goes on from there (default: no limit)")
+    parser.add_argument("--frozen-int8", action=BooleanOptionalAction, default=defaults.plan.frozen_int8,
+                        help=f"{prefix}run the frozen lower layers with int8 weights: faster where the CPU has no "
+                             "bfloat16, less exact (benchmarks/frozen_precision.py) (default: off)")
     parser.add_argument("--bootstrap", action=BooleanOptionalAction, default=defaults.bootstrap,
                         help=f"{prefix}targets from the model's own right replies where it has them (one LM call per "
                              "question whose passages hold its answer); --no-bootstrap: from the reference answers "
@@ -26,9 +33,10 @@ def add_training_arguments(parser: ArgumentParser, prefix: str = "") -> None:
 
 
 def finetune_settings(args, lora: LoraConfig | None = None) -> FinetuneSettings:
-    """The training the flags ask for: --examples, --epochs, --seed, --bootstrap, and `lora` (default: FinetuneSettings')."""
+    """The training the flags ask for: --examples, --epochs, --minutes, --frozen-int8, --seed, --bootstrap, and `lora` (default: FinetuneSettings')."""
     defaults = FinetuneSettings()
-    plan = dataclasses.replace(defaults.plan, examples=args.examples, epochs=args.epochs, seed=args.seed)
+    plan = dataclasses.replace(defaults.plan, examples=args.examples, epochs=args.epochs, minutes=args.minutes,
+                               frozen_int8=args.frozen_int8, seed=args.seed)
     return FinetuneSettings(lora or defaults.lora, plan, args.bootstrap)
 
 

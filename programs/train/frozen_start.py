@@ -22,7 +22,8 @@ _HALF_MAX = 60000.0  # float16's largest value is 65504
 class FrozenStart:
     def __init__(self, decoder: Qwen2Decoder, first_adapted: int, prefix: tuple[int, ...], folder: Path):
         self.decoder, self.frozen = decoder, range(first_adapted)
-        self.folder = Path(folder) / f"below-layer-{first_adapted}"  # another split of the layers is another cache
+        # Another split of the layers, or int8 frozen layers, is another cache.
+        self.folder = Path(folder) / f"below-layer-{first_adapted}{'-int8' if decoder.packed else ''}"
         self.prefix_length = len(prefix)
         self._cache: dict[str, torch.Tensor] = {}
         with torch.no_grad():

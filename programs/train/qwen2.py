@@ -9,10 +9,13 @@ from it. And every example starts with the same system prompt: its keys and valu
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 import torch.nn.functional as F
 
 from programs.train.lora import LoraWeights
+from programs.train.lora_config import MATRICES
 from programs.train.model_shape import ModelShape
 
 KeyValues = tuple[torch.Tensor, torch.Tensor]  # (batch 1, kv heads, positions, head dim) each
@@ -28,8 +31,25 @@ class Qwen2Decoder:
         # The vocabulary's projection stays float32: the loss reads a few rows of it, and bfloat16 rounds logits of
         # 20-30 to steps of 0.125, the size of a reply's whole loss once learned.
         self.w = {name: tensor if name == "output.weight" else tensor.to(dtype) for name, tensor in tensors.items()}
+        self.packed: dict[str, object] = {}  # int8 weights of the frozen layers (`quantize_frozen`), by name
         inverse = 1.0 / shape.rope_base ** (torch.arange(0, shape.head_dim, 2, dtype=torch.float64) / shape.head_dim)
         self.inverse_frequencies = inverse
+
+    def quantize_frozen(self, layers: range) -> None:
+        """Run `layers`' projections with int8 weights from now on (per output channel, activations quantized per
+        call: torch's dynamic quantized linear), and let their other copies go. For the layers below the adapted ones,
+        which no gradient crosses: on 2 cores their products take 2-5x less time than in float32 and ~40% less than in
+        bfloat16 (benchmarks/frozen_matmul.py)."""
+        with warnings.catch_warnings():  # torch deprecates the quantized tensor API it still runs
+            warnings.simplefilter("ignore")
+            for layer in layers:
+                for matrix in MATRICES:
+                    name = f"blk.{layer}.{matrix}.weight"
+                    weight = self.w.pop(name).float()
+                    scales = weight.abs().amax(dim=1).clamp_min(1e-8) / 127
+                    quantized = torch.quantize_per_channel(weight, scales, torch.zeros(len(scales), dtype=torch.long),
+                                                           0, torch.qint8)
+                    self.packed[name] = torch.ops.quantized.linear_prepack(quantized, None)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.w["token_embd.weight"][ids]
@@ -82,7 +102,11 @@ class Qwen2Decoder:
         return h + self._linear(layer, "ffn_down", gated), own
 
     def _linear(self, layer: int, matrix: str, x: torch.Tensor) -> torch.Tensor:
-        y = x @ self.w[f"blk.{layer}.{matrix}.weight"].T
+        name = f"blk.{layer}.{matrix}.weight"
+        if name in self.packed:
+            y = torch.ops.quantized.linear_dynamic(x.float(), self.packed[name]).to(x.dtype)
+        else:
+            y = x @ self.w[name].T
         bias = self.w.get(f"blk.{layer}.{matrix}.bias")
         if bias is not None:
             y = y + bias

@@ -1,5 +1,6 @@
 """LoRA training on the CPU: seeded order, AdamW with warm-up and cosine decay, a held-out dev loss for early
-stopping, a checkpoint after every step so that a killed run resumes where it stopped.
+stopping, a checkpoint after every step so that a killed run resumes where it stopped, and a time limit after which
+the run ends with the weights of its best held-out loss.
 
 A step takes a batch of examples that share the prompt prefix: the prefix goes through the adapted layers once,
 and every example of the batch attends to its keys and values (`Qwen2Decoder.run`). The loss is the mean
@@ -42,6 +43,7 @@ class TrainingRecord:
     dev_loss: list[tuple[int, float]] = field(default_factory=list)  # (step, mean reply-token loss on dev)
     best_step: int = 0
     stopped_early: bool = False
+    out_of_time: bool = False  # stopped by the plan's minutes
     seconds: float = 0.0
 
     @property
@@ -68,6 +70,8 @@ class LoraTrainer:
         prefixes = {e.prefix for e in [*train, *dev]}
         if len(prefixes) != 1:
             raise ValueError("training examples must share one prompt prefix (see examples.shared_prefix)")
+        if self.plan.frozen_int8:
+            self.decoder.quantize_frozen(range(self.adapted.start))
         frozen = FrozenStart(self.decoder, self.adapted.start, prefixes.pop(), self.folder / "frozen")
         with progress_bar("Frozen layers, once per example", len(train) + len(dev), self.progress) as bar:
             for example in [*train, *dev]:
@@ -91,6 +95,15 @@ class LoraTrainer:
         with progress_bar("Training the reader (LoRA)", total, self.progress) as bar:
             bar.advance(record.steps)
             while record.steps < total and not record.stopped_early:
+                record.out_of_time = self._out_of_time(record.seconds + time.perf_counter() - started)
+                if record.out_of_time:
+                    if dev and record.dev_loss[-1][0] != record.steps:  # the weights it stops with are a candidate
+                        best = self._evaluate(frozen, dev, record, best)
+                        record.seconds = round(record.seconds + time.perf_counter() - started, 1)
+                        self._save(fingerprint, optimizer, schedule, record, best)
+                    self.say(f"Stopping the training at step {record.steps} of {total}: {self.plan.minutes:g} "
+                             "minutes have passed")
+                    break
                 epoch, index = divmod(record.steps, batches)
                 order = _epoch_order(train, self.plan.seed, epoch, self.plan.batch_size)
                 batch = order[index * self.plan.batch_size:][: self.plan.batch_size]
@@ -112,6 +125,9 @@ class LoraTrainer:
             self.lora.load_state_dict(best)
         self.lora.eval()
         return record
+
+    def _out_of_time(self, seconds: float) -> bool:
+        return self.plan.minutes is not None and seconds >= 60 * self.plan.minutes
 
     def dev_loss(self, frozen: FrozenStart, dev: list[TrainingExample]) -> float:
         """Mean reply-token loss on `dev`, without dropout or gradients."""
@@ -153,8 +169,8 @@ class LoraTrainer:
 
     def _fingerprint(self, train, dev) -> str:
         """The run's data and settings: a checkpoint of another run is never resumed."""
-        data = json.dumps([[e.digest for e in train], [e.digest for e in dev], self.plan.as_dict(),
-                           self.lora.config.as_dict()])
+        plan = {**self.plan.as_dict(), "minutes": None}  # a run given more time goes on where it stopped
+        data = json.dumps([[e.digest for e in train], [e.digest for e in dev], plan, self.lora.config.as_dict()])
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
     def _save(self, fingerprint: str, optimizer, schedule, record: TrainingRecord, best) -> None:

@@ -12,6 +12,10 @@ class TrainingPlan:
     # 2 AVX-512 cores for the shipped reader (docs/results.md).
     examples: int | None = 440
     epochs: int = 1
+    minutes: float | None = None  # stop after the step that passes this many minutes of training, keeping the best
+    # The frozen layers' products in int8 (Qwen2Decoder.quantize_frozen): 2.9x float32's speed, but their output 6.5%
+    # (median) off float32's, against 0.8% for bfloat16 at 2.2x (benchmarks/frozen_precision.py): off by default.
+    frozen_int8: bool = False
     batch_size: int = 8
     learning_rate: float = 4e-4  # for q,v alone: at 2e-4 one epoch learned the reply's shape, not when to refuse
     warmup_steps: int = 4
