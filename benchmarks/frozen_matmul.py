@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
-import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
+
+from programs.train.qwen2 import packed_int8
 
 HIDDEN, FFN = 1536, 8960  # Qwen2.5-1.5B's MLP
 
@@ -29,11 +34,7 @@ def main() -> None:
     torch.manual_seed(0)
     x, weight = torch.randn(args.tokens, HIDDEN), torch.randn(FFN, HIDDEN) * 0.02
     x16, weight16 = x.bfloat16(), weight.bfloat16()
-    with warnings.catch_warnings():  # torch deprecates the quantized tensor API it still runs
-        warnings.simplefilter("ignore")
-        quantized = torch.quantize_per_channel(weight, weight.abs().amax(dim=1) / 127,
-                                               torch.zeros(FFN, dtype=torch.long), 0, torch.qint8)
-    packed = torch.ops.quantized.linear_prepack(quantized, None)
+    packed = packed_int8(weight)
     products = {"float32": lambda: x @ weight.T, "bfloat16": lambda: (x16 @ weight16.T).float(),
                 "int8": lambda: torch.ops.quantized.linear_dynamic(x, packed)}
     seconds = {name: [] for name in products}

@@ -33,7 +33,8 @@ def add_training_arguments(parser: ArgumentParser, prefix: str = "") -> None:
 
 
 def finetune_settings(args, lora: LoraConfig | None = None) -> FinetuneSettings:
-    """The training the flags ask for: --examples, --epochs, --minutes, --frozen-int8, --seed, --bootstrap, and `lora` (default: FinetuneSettings')."""
+    """The training the flags ask for: --examples, --epochs, --minutes, --frozen-int8, --seed, --bootstrap, and
+    `lora` (default: FinetuneSettings')."""
     defaults = FinetuneSettings()
     plan = dataclasses.replace(defaults.plan, examples=args.examples, epochs=args.epochs, minutes=args.minutes,
                                frozen_int8=args.frozen_int8, seed=args.seed)

@@ -36,20 +36,13 @@ class Qwen2Decoder:
         self.inverse_frequencies = inverse
 
     def quantize_frozen(self, layers: range) -> None:
-        """Run `layers`' projections with int8 weights from now on (per output channel, activations quantized per
-        call: torch's dynamic quantized linear), and let their other copies go. For the layers below the adapted ones,
-        which no gradient crosses: on 2 cores their products take 2-5x less time than in float32 and ~40% less than in
-        bfloat16 (benchmarks/frozen_matmul.py)."""
-        with warnings.catch_warnings():  # torch deprecates the quantized tensor API it still runs
-            warnings.simplefilter("ignore")
-            for layer in layers:
-                for matrix in MATRICES:
-                    name = f"blk.{layer}.{matrix}.weight"
-                    weight = self.w.pop(name).float()
-                    scales = weight.abs().amax(dim=1).clamp_min(1e-8) / 127
-                    quantized = torch.quantize_per_channel(weight, scales, torch.zeros(len(scales), dtype=torch.long),
-                                                           0, torch.qint8)
-                    self.packed[name] = torch.ops.quantized.linear_prepack(quantized, None)
+        """Run `layers`' projections with int8 weights from now on (`packed_int8`), and let their other copies go. For
+        the layers below the adapted ones, which no gradient crosses: the packaged model's 20 lowest ran 2.9x faster
+        than in float32 and 1.3x faster than in bfloat16, 6.5% off float32's output (benchmarks/frozen_precision.py)."""
+        for layer in layers:
+            for matrix in MATRICES:
+                name = f"blk.{layer}.{matrix}.weight"
+                self.packed[name] = packed_int8(self.w.pop(name))
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.w["token_embd.weight"][ids]
@@ -119,6 +112,17 @@ class Qwen2Decoder:
         angles = torch.outer(positions, self.inverse_frequencies)
         angles = torch.cat([angles, angles], dim=-1)
         return angles.cos().to(self.dtype), angles.sin().to(self.dtype)
+
+
+def packed_int8(weight: torch.Tensor):
+    """`weight` (out, in) in int8 per output channel, packed for torch's dynamic quantized linear
+    (`torch.ops.quantized.linear_dynamic`, which quantizes the activations at each call)."""
+    weight = weight.float()
+    with warnings.catch_warnings():  # torch deprecates the quantized tensor API it still runs
+        warnings.simplefilter("ignore")
+        quantized = torch.quantize_per_channel(weight, weight.abs().amax(dim=1).clamp_min(1e-8) / 127,
+                                               torch.zeros(len(weight), dtype=torch.long), 0, torch.qint8)
+    return torch.ops.quantized.linear_prepack(quantized, None)
 
 
 def _gather(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
