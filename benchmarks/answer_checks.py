@@ -119,7 +119,7 @@ def main() -> None:
                 row = tally.setdefault(style, {"n": 0, "right": 0, **{figure: {r: [] for r in (GATE, *cost)}
                                                                       for figure in ("cost", "catches", "wrong")}})
                 row["n"] += 1
-                query, passages = program.gate_evidence(q.question, q.history)
+                query, passages = program.evidence(q.question, q.history)
                 if not program.gate(query, passages)[0]:
                     row["cost" if q.answerable else "catches"][GATE].append(q.id)
                 answer = answered.get(q.id) if args.predictions else generated_answer(program, q, query, passages)

@@ -48,7 +48,7 @@ def main() -> None:
                 if q.split not in splits or q.selected_text:
                     continue
                 style = q.style if q.answerable else "must-refuse"
-                query, passages = program.gate_evidence(q.question, q.history)
+                query, passages = program.evidence(q.question, q.history)
                 hybrid = program.retriever.search(query, k=program.top_k, mode="hybrid")
                 by_meaning = misses_the_words(query, hybrid)
                 gated[style, "n"] += 1

@@ -5,7 +5,7 @@ or one sentence of the book quoted as such. No LM call.
 
 reads an evaluate.py run's predictions.csv, takes its questions whose reply was unreadable (mode
 `extractive-fallback` in a run before 286b7d5, refusal reason `unreadable_reply` after it), searches each again as
-the program does (`BookRAG.gate_evidence`), puts each policy's answer through the answer checks, and prints, for each policy, how many of them would be right (every key
+the program does (`BookRAG.evidence`), puts each policy's answer through the answer checks, and prints, for each policy, how many of them would be right (every key
 fact), refused, or wrong, and for must-refuse questions, how many would be answered. `--show` lists each question
 with what each policy shows.
 """
@@ -52,7 +52,7 @@ def main() -> None:
         for q in load_questions(questions_path):
             if q.id not in unreadable:
                 continue
-            query, passages = program.gate_evidence(q.question, q.history)
+            query, passages = program.evidence(q.question, q.history)
             extract, quote = ExtractiveAnswer()(query, passages), book_quote(query, passages)
             shown = {"fallback": checked(q, extract.answer, extract.citations, passages),
                      "quote": checked(q, quote.text, [quote.number], passages) if quote else None, "refuse": None}

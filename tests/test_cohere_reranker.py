@@ -303,7 +303,7 @@ def test_a_search_by_meaning_fallback_is_reranked_too(long_index):
     long_index.retriever.reranker = cohere_reranker(fake)
     program = BookRAG(long_index.retriever, lm=None, answer_mode="extractive")
     question = "What does the machine's grasping hand weigh?"  # words the book does not use
-    _, passages = program.gate_evidence(question)
+    _, passages = program.evidence(question)
     assert [len(body["documents"]) for body in fake.reranks] == [20, 20]
     assert all(p.rerank_score is not None for p in passages)
 

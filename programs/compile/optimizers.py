@@ -105,7 +105,7 @@ def traceable(program, questions: list[Question], seed: int) -> list[Question]:
     whose traces demonstrate a refusal. A must-refuse question the gate refuses runs no predictor: as a "success"
     with no trace it would only use up the bootstrap's budget."""
     kept = [q for q in questions
-            if q.answerable or q.selected_text or program.gate(*program.gate_evidence(q.question, q.history))[0]]
+            if q.answerable or q.selected_text or program.gate(*program.evidence(q.question, q.history))[0]]
     random.Random(seed).shuffle(kept)
     return kept
 

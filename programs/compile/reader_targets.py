@@ -55,7 +55,7 @@ def reader_targets(program, questions: list[Question], bootstrap: bool,
 def reader_target(program, q: Question, bootstrap: bool) -> ReaderTarget | None:
     if q.answerable and not (q.key_facts and q.reference_answer):
         return None
-    query, passages = program.gate_evidence(q.question, q.history)
+    query, passages = program.evidence(q.question, q.history)
     units = context_units(program, query, passages)
     inputs = {"context": program.context(query, passages), "question": q.question, "history": format_history(q.history)}
     reply = answer_reply(program, inputs, q, units, len(passages), bootstrap)

@@ -149,9 +149,9 @@ class BookRAG(AskAPI, dspy.Module):
         return self.checked(question, history, decision, written)
 
     def judge(self, question: str, history=(), top_k: int | None = None, module: str | None = None) -> GateDecision:
-        """The refusal gate's decision on the question's evidence (`gate_evidence`)."""
+        """The refusal gate's decision on the question's evidence (`evidence`: its query and passages)."""
         started = time.perf_counter()
-        query, passages = self.gate_evidence(question, history, top_k=top_k, module=module)
+        query, passages = self.evidence(question, history, top_k=top_k, module=module)
         retrieved = time.perf_counter()
         answerable, probability, features = self.gate(query, passages)
         gate = {"probability": round(probability, 4), "threshold": self.gate.threshold, "answerable": answerable,
@@ -235,7 +235,7 @@ class BookRAG(AskAPI, dspy.Module):
             return
         warm_up_lm(self.lm, self.generate.predict, {"context": "[1] -\n-", "question": "-", "history": ""})
 
-    def gate_evidence(self, question: str, history=(), top_k: int | None = None,
+    def evidence(self, question: str, history=(), top_k: int | None = None,
                       module: str | None = None) -> tuple[str, list[Passage]]:
         """(the standalone query, its passages): what the refusal gate judges. The answer path, the gate's
         calibration and the bootstrap's choice of traceable questions all take it from here."""

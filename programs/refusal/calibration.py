@@ -27,7 +27,7 @@ def gate_examples(program, questions: list[Question], progress: bool | None = No
     features, labels = [], []
     with progress_bar("Gate features", len(rows), progress) as bar:
         for q in rows:
-            features.append(gate_features(*program.gate_evidence(q.question, q.history)))
+            features.append(gate_features(*program.evidence(q.question, q.history)))
             labels.append(q.answerable)
             bar.advance()
     return features, labels
