@@ -73,6 +73,34 @@ def test_a_value_with_a_unit_of_another_quantity_does_not_answer_it(question, an
     assert asked.answered_by(answer) is answered
 
 
+@pytest.mark.parametrize("question, answer", [
+    ("At what temperature does the hip motor shut down?", "The hip motor shuts down at 85 degrees Celsius."),
+    ("What top walking speed does Kestrel reach?", "Kestrel walks at up to 1.5 metres per second."),
+    ("What top walking speed does Kestrel reach?", "Kestrel walks at up to 5.4 km per hour."),
+    ("What is the maximum speed of the knee?", "The knee turns at up to 3 radians per second."),
+    ("What is the maximum torque of the knee?", "The knee gives up to 88 lb-ft."),
+    ("What is the maximum torque of the knee?", "The knee gives up to 40 N.m."),
+    ("What is the maximum speed of the knee?", "The knee turns at up to 60 revolutions per minute."),
+    ("What is the maximum torque of the knee?", "The knee gives up to 12 kN·m."),
+    ("What bandwidth does the camera link need?", "It streams 400 Mbit/s."),
+])
+def test_a_value_in_a_multi_word_or_compound_unit_answers_its_quantity(question, answer):
+    assert asked_value(question).answered_by(answer)
+
+
+@pytest.mark.parametrize("question, answer, answered", [
+    ("How tall is Kestrel?", "It walks at 1.5 metres per second.", False),  # a speed, not a length
+    ("What is the maximum torque of the knee?", "It accelerates at 2 metres per second squared.", False),
+    ("How heavy is the arm?", "The wrist gives 88 lb-ft.", False),  # a torque, not a mass
+    ("What angle does the hip reach?", "The hip stops at 85 degrees Celsius.", False),
+    ("What is the maximum torque of the knee?", "The knee stiffness is 300 N·m/rad.", True),  # no kind it tells
+    ("What is the maximum speed of the arm?", "The arm moves 3 kg·m/s.", True),
+    ("What angle does the hip reach?", "It turns 3 rad per step.", True),
+])
+def test_a_compound_unit_is_refused_only_when_its_kind_is_told(question, answer, answered):
+    assert asked_value(question).answered_by(answer) is answered
+
+
 def test_a_paraphrased_quantity_is_covered_by_a_value_next_to_the_topic():
     """"weigh" is answered by "a mass of 24 kg": the number stands for the quantity word."""
     features = gate_features("How much does Kestrel weigh?", passages(KESTREL))
