@@ -193,7 +193,7 @@ def main() -> None:
     questions = [q for q in load_questions(args.questions) if q.split == args.split and q.answerable][: args.n]
     settings = load_settings(book_dir=args.book)
     program = open_program(settings, book_dir=args.book, zero_shot=True, announce=lambda message: None)
-    program.compact = None  # five whole passages, the reusable unit
+    program.set_context_words(0)  # five whole passages, the reusable unit
     program.lm = program.lm.copy(cache=False)  # both ways read the same prompts: each must reach the model
     program.warm_up()
     print(f"{len(questions)} answerable {args.split} questions of {args.book.name}, five whole passages each")

@@ -50,8 +50,8 @@ def main() -> None:
             if row is None or not q.answerable or q.selected_text or not q.key_facts:
                 continue
             answerable += 1
-            query = program.standalone_query(q.question, q.history)
-            context = program.context(query, program.retrieve(query, k=program.top_k))
+            query, passages = program.evidence(q.question, q.history)
+            context = program.reader_inputs(q.question, query, passages, q.history).context
             complete = key_fact_recall(q.key_facts, context) == 1.0
             right = row["refused"] != "True" and key_fact_recall(q.key_facts, row["answer"]) == 1.0
             held += complete

@@ -59,7 +59,7 @@ def main() -> None:
                 held = {}
                 for way, found in zip(WAYS, (hybrid, passages)):
                     held[way] = (key_fact_recall(q.key_facts, format_context(found)) == 1.0,
-                                 key_fact_recall(q.key_facts, program.context(query, found)) == 1.0)
+                                 key_fact_recall(q.key_facts, program.reader_inputs(q.question, query, found).context) == 1.0)
                     counts[q.style, way, "passages"] += held[way][0]
                     counts[q.style, way, "context"] += held[way][1]
                 counts[q.style, "n"] += 1

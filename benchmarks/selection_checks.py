@@ -24,7 +24,7 @@ from bookrag.questions import load_questions
 from programs.evaluate.metrics import key_fact_recall
 from programs.lm.language_model import make_lm
 from programs.rag.book_rag import BookRAG, format_history
-from programs.rag.context import format_context
+from programs.rag.reader_inputs import reader_inputs
 from programs.refusal.answer_checks import check_answer
 from programs.refusal.claim_check import grounded_citations
 from retrievers.passage import Passage
@@ -35,10 +35,8 @@ QUESTION_SETS = ("humanoid-primer.csv", "physical-ai-book-a.csv", "fastapi-tutor
 def unchecked_answer(program: BookRAG, question, selection: Passage) -> str | None:
     """The model's answer from the selection alone, as the program asks for it, before any check; None when it said
     the selection does not answer."""
-    with program._lm():
-        pred = program.generate(context=format_context([selection]), question=question.question,
-                                history=format_history(question.history))
-    return pred.answer if pred.answerable and pred.answer else None
+    pred = program.read(reader_inputs(question.question, [selection], format_history(question.history)))
+    return pred.answer if pred is not None and pred.answerable and pred.answer else None
 
 
 def main() -> None:

@@ -273,6 +273,14 @@ def test_a_selected_text_answer_stating_a_number_the_selection_does_not_hold_is_
     assert response.answer == SELECTION_REFUSAL_MESSAGE
 
 
+@pytest.mark.parametrize("reply", [{"unrelated": "x"}, generated(answer="[1] Selected text\nThe gantry test.")])
+def test_a_selected_text_reply_that_is_no_answer_is_the_unreadable_reply_refusal(make, reply):
+    response = make(lm=DummyLM([reply] * 3)).ask("How fast does the wireless emergency stop cut motor power?",
+                                                 selected_text=SELECTION)
+    assert response.is_refusal and response.refusal_reason == "unreadable_reply"
+    assert response.answer == SELECTION_REFUSAL_MESSAGE
+
+
 # -- extractive mode --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("question", list(SOURCES))

@@ -19,8 +19,6 @@ from bookrag.config import REFUSAL_MESSAGE, AnswerMode
 from bookrag.questions import Question
 from programs.compile.finetune_settings import FinetuneSettings
 from programs.evaluate.metrics import combined_score, feedback_score
-from programs.rag.book_rag import format_history
-from programs.rag.context import format_context
 
 OPTIMIZERS = ("bootstrap", "labeled", "random-search", "mipro", "gepa", "finetune")
 # Why bootstrap, and why the search optimizers were not run locally: docs/decisions.md (2026-11-23).
@@ -111,19 +109,21 @@ def traceable(program, questions: list[Question], seed: int) -> list[Question]:
 
 
 def labeled_demos(program, questions: list[Question]) -> list[dspy.Example]:
-    """`AnswerWithCitations` demos from labeled questions: the passages retrieval finds, the reference answer,
-    the passages from a gold source as citations; must-refuse questions demonstrate the refusal."""
+    """`AnswerWithCitations` demos from labeled questions: the reader's inputs as `forward` sends them
+    (`BookRAG.reader_inputs`), the reference answer, the shown passages from a gold source as citations; must-refuse
+    questions demonstrate the refusal."""
     demos = []
     for q in questions:
         if q.selected_text or (q.answerable and not (q.reference_answer and q.gold_sources)):
             continue
-        passages = program.retrieve(program.standalone_query(q.question, q.history), k=program.top_k)
-        citations = [n for n, p in enumerate(passages, start=1) if p.source in q.gold_sources]
+        query, passages = program.evidence(q.question, q.history)
+        inputs = program.reader_inputs(q.question, query, passages, q.history)
+        shown = {number for number, _ in inputs.sentences}
+        citations = [n for n, p in enumerate(passages, start=1) if p.source in q.gold_sources and n in shown]
         if q.answerable and not citations:
-            continue  # retrieval missed the gold page: no honest demo to make from it
+            continue  # the context shows no passage of the gold page: no honest demo to make from it
         demos.append(dspy.Example(
-            context=format_context(passages), question=q.question, history=format_history(q.history),
-            answer=q.reference_answer if q.answerable else REFUSAL_MESSAGE,
+            **inputs.fields(), answer=q.reference_answer if q.answerable else REFUSAL_MESSAGE,
             citations=citations if q.answerable else [], answerable=q.answerable,
         ).with_inputs("context", "question", "history"))
     return demos

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dspy.utils.exceptions import AdapterParseError
-
 from bookrag.config import REFUSAL_MESSAGE
 from bookrag.progress import progress_bar
 from bookrag.questions import Question
 from programs.evaluate.metrics import fact_present
 from programs.rag.answer_with_citations import written_badly
-from programs.rag.book_rag import format_history, valid_citations
-from programs.text.passage_sentences import passage_sentences
+from programs.rag.book_rag import valid_citations
+from programs.rag.reader_inputs import ReaderInputs
 
 QUOTE_WORDS = 10  # the deciding words quoted in the reasoning, around the key fact
 MAX_ANSWER_WORDS = 40  # a bootstrapped answer longer than this teaches length: the reference answer is used instead
@@ -56,14 +54,14 @@ def reader_target(program, q: Question, bootstrap: bool) -> ReaderTarget | None:
     if q.answerable and not (q.key_facts and q.reference_answer):
         return None
     query, passages = program.evidence(q.question, q.history)
-    units = context_units(program, query, passages)
-    inputs = {"context": program.context(query, passages), "question": q.question, "history": format_history(q.history)}
-    reply = answer_reply(program, inputs, q, units, len(passages), bootstrap)
-    return ReaderTarget(q.id, inputs, *reply, q.style) if reply is not None else None
+    inputs = program.reader_inputs(q.question, query, passages, q.history)
+    reply = answer_reply(program, inputs, q, len(passages), bootstrap)
+    return ReaderTarget(q.id, inputs.fields(), *reply, q.style) if reply is not None else None
 
 
-def answer_reply(program, inputs: dict, q: Question, units, n_passages: int, bootstrap: bool):
-    """(outputs, source) for `q` reading `units`, or None when the context holds only some of its key facts."""
+def answer_reply(program, inputs: ReaderInputs, q: Question, n_passages: int, bootstrap: bool):
+    """(outputs, source) for `q` reading `inputs`, or None when the context holds only some of its key facts."""
+    units = inputs.sentences
     held = [f for f in q.key_facts if any(fact_present(f, text) for _, text in units)]
     if not q.answerable or not held:
         return refusal(), "refusal" if not q.answerable else "missing"
@@ -84,12 +82,6 @@ def refusal() -> dict:
     return {"reasoning": NO_PASSAGE, "answer": REFUSAL_MESSAGE, "citations": [], "answerable": False}
 
 
-def context_units(program, query: str, passages) -> list[tuple[int, str]]:
-    """(passage number, text) of each sentence the LM reads: the compact context's, or every sentence."""
-    sentences = program.compact.choose(query, passages) if program.compact else passage_sentences(passages)
-    return [(s.number, s.text) for s in sentences]
-
-
 def quote(fact, units: list[tuple[int, str]]) -> tuple[int, str]:
     """(passage number, up to QUOTE_WORDS words around `fact`) from the first unit that holds it."""
     number, text = next((n, t) for n, t in units if fact_present(fact, t))
@@ -102,13 +94,11 @@ def quote(fact, units: list[tuple[int, str]]) -> tuple[int, str]:
     return number, text
 
 
-def bootstrapped_answer(program, inputs: dict, q: Question, units, n_passages: int) -> tuple[str, list[int]] | None:
+def bootstrapped_answer(program, inputs: ReaderInputs, q: Question, units,
+                        n_passages: int) -> tuple[str, list[int]] | None:
     """The program's own (answer, citations) when it states every key fact, cites a passage holding one, reads as an
     answer and is short; else None."""
-    try:
-        with program._lm(parse_errors=False):
-            pred = program.generate(**inputs)
-    except AdapterParseError:
+    if (pred := program.read(inputs)) is None:
         return None
     answer = (pred.answer or "").strip()
     citations = valid_citations(pred.citations, n_passages)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager
 
 import dspy
@@ -32,12 +33,13 @@ from programs.rag.ask_api import AskAPI
 from programs.rag.async_predict import apredict
 from programs.rag.book_quote import book_quote, quoted
 from programs.rag.bounded_question import bounded_question
-from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext, format_context
+from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext
 from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.gate_decision import GateDecision
 from programs.rag.hyde import HyDE
 from programs.rag.nearest_sections import nearest_sections
 from programs.rag.query_expansion import QuestionParts, interleave
+from programs.rag.reader_inputs import ReaderInputs, reader_inputs
 from programs.rag.refusal_prediction import refusal_prediction
 from programs.rag.response import ResponseMode
 from programs.rag.rewrite_query import RewriteQuery, rewritten_query
@@ -93,8 +95,7 @@ class BookRAG(AskAPI, dspy.Module):
         # The LM reads the passages' best sentences (a small local model reads ~60-90 tokens/s), or whole passages.
         if context_words is None:
             context_words = LOCAL_CONTEXT_WORDS if lm is not None and lm_mode(lm) == "local" else 0
-        embedder = getattr(retriever, "embedder", None)
-        self.compact = CompactContext(embedder, context_words) if context_words else None
+        self.set_context_words(context_words)
         self.set_expansion(expand)
 
     @classmethod
@@ -107,6 +108,11 @@ class BookRAG(AskAPI, dspy.Module):
                       answer_mode=settings.answer_mode, expand=settings.expand or expand or ExpandMode.NONE)
         program.index, program.manifest = index, None  # a compiled program's manifest is set by load_program
         return program
+
+    def set_context_words(self, words: int) -> None:
+        """The word budget of the compact context the LM reads (its passages' best sentences); 0: whole passages."""
+        embedder = getattr(self.retriever, "embedder", None)
+        self.compact = CompactContext(embedder, words) if words else None
 
     def set_expansion(self, expand: str) -> None:
         """Query expansion: `none`, `parts` (search for each part of a multi-part question too) or `hyde` (search
@@ -189,29 +195,39 @@ class BookRAG(AskAPI, dspy.Module):
         reply that is no answer (the adapter cannot read it, the context copied out, a phrase repeated to the token
         cap) gives way to one sentence of the book that answers on its own, shown as a quote (`book_quote`), or,
         without one, to a refusal (None)."""
-        reply = self.reply(self.context(query, passages), question, history) if self.generates else None
+        reply = self.read(self.reader_inputs(question, query, passages, history)) if self.generates else None
         return self.answer_of(reply, query, passages)
 
     async def awrite_answer(self, question: str, query: str, passages: list[Passage], history=()):
         """`write_answer` on an event loop."""
         if not self.generates:
             return self.answer_of(None, query, passages)
-        context = await asyncio.to_thread(self.context, query, passages)  # the compact context embeds sentences
-        return self.answer_of(await self.areply(context, question, history), query, passages)
+        # the compact context embeds sentences: off the loop
+        inputs = await asyncio.to_thread(self.reader_inputs, question, query, passages, history)
+        return self.answer_of(await self.aread(inputs), query, passages)
 
-    def reply(self, context: str, question: str, history) -> dspy.Prediction | None:
-        """The LM's ChainOfThought on `context`; None when the adapter cannot read the reply."""
+    def reader_inputs(self, question: str, query: str, passages: list[Passage], history=(),
+                      order: Sequence[int] | None = None) -> ReaderInputs:
+        """What the reader reads for `question`, as `forward` sends it: the numbered passages (compacted to their
+        best sentences for `query` when `self.compact`), the question and the earlier turns. `order` shows the
+        passages in another order, renumbered (a training prompt's); `forward` shows them best-first."""
+        chosen = self.compact.choose(query, passages) if self.compact else None
+        return reader_inputs(question, passages, format_history(history), chosen, order)
+
+    def read(self, inputs: ReaderInputs) -> dspy.Prediction | None:
+        """One reading of `inputs` by the program's LM (its ChainOfThought); None when the adapter cannot read the
+        reply."""
         try:
             with self._lm(parse_errors=False):
-                return self.generate(context=context, question=question, history=format_history(history))
+                return self.generate(**inputs.fields())
         except AdapterParseError:
             return None
 
-    async def areply(self, context: str, question: str, history) -> dspy.Prediction | None:
-        """`reply`, awaited (`apredict`)."""
+    async def aread(self, inputs: ReaderInputs) -> dspy.Prediction | None:
+        """`read`, awaited (`apredict`)."""
         try:
             with self._lm(parse_errors=False):
-                return await apredict(self.generate, context=context, question=question, history=format_history(history))
+                return await apredict(self.generate, **inputs.fields())
         except AdapterParseError:
             return None
 
@@ -241,10 +257,6 @@ class BookRAG(AskAPI, dspy.Module):
         calibration and the bootstrap's choice of traceable questions all take it from here."""
         query = self.standalone_query(question, history)
         return query, self.retrieve(query, k=self.top_k if top_k is None else top_k, module=module)
-
-    def context(self, query: str, passages: list[Passage]) -> str:
-        """What the LM reads: the numbered passages, compacted to their best sentences when `self.compact`."""
-        return self.compact(query, passages) if self.compact else format_context(passages)
 
     def retrieve(self, query: str, k: int, module: str | None = None) -> list[Passage]:
         """The top k passages; with query expansion on, a search for each expanded query, interleaved."""

@@ -9,9 +9,14 @@ its embedding's cosine to the question's, which finds "mass" for "weigh". A sent
 its items, a table row its header. A list item keeps its marker (`- `, `3. `): with the markers, the local model
 named a whole list where it had named part of it. Passages keep their retrieval numbers, so citations still name
 retrieved passages; a passage with no chosen sentence is left out.
+
+At inference the blocks are best-first. A training prompt may show them in another `order`, renumbered: a reader
+trained only on facts in passage 1 learns the position instead of the reading (docs/results.md, 2026-11-28).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -26,9 +31,34 @@ LOCAL_CONTEXT_WORDS = 160
 PASSAGE_RANK_PENALTY = 0.2
 
 
-def format_context(passages: list[Passage]) -> str:
+def format_context(passages: list[Passage], order: Sequence[int] | None = None) -> str:
     """Every passage whole, under its number and heading."""
-    return "\n\n".join(passage_block(n, p, p.text) for n, p in enumerate(passages, start=1))
+    return numbered_context(passages, {n: p.text for n, p in enumerate(passages, start=1)}, order)
+
+
+def compact_texts(chosen: list[Sentence]) -> dict[int, str]:
+    """The text each passage shows of the chosen sentences, by retrieval number (a list item with its marker)."""
+    texts: dict[int, list[str]] = {}
+    for s in chosen:
+        texts.setdefault(s.number, []).append(s.line)
+    return {number: "\n".join(lines) for number, lines in texts.items()}
+
+
+def numbered_context(passages: list[Passage], texts: dict[int, str], order: Sequence[int] | None = None) -> str:
+    """The block of each passage in `texts` (its text, by retrieval number), under its shown number, in shown order
+    (`shown_numbers`)."""
+    shown = shown_numbers(len(passages), order)
+    numbers = sorted(texts, key=shown.__getitem__)
+    return "\n\n".join(passage_block(shown[n], passages[n - 1], texts[n]) for n in numbers)
+
+
+def shown_numbers(count: int, order: Sequence[int] | None = None) -> dict[int, int]:
+    """The number each of `count` retrieved passages is shown under: its own (best-first), or its place in `order`,
+    the retrieval numbers in the order shown."""
+    order = list(range(1, count + 1)) if order is None else list(order)
+    if sorted(order) != list(range(1, count + 1)):
+        raise ValueError(f"order {order} is no arrangement of passages 1..{count}")
+    return {number: place for place, number in enumerate(order, start=1)}
 
 
 def passage_block(number: int, passage: Passage, text: str) -> str:
@@ -46,13 +76,7 @@ class CompactContext:
         return CompactContext(self.embedder, self.max_words)
 
     def __call__(self, question: str, passages: list[Passage]) -> str:
-        chosen = self.choose(question, passages)
-        blocks = []
-        for number, passage in enumerate(passages, start=1):
-            texts = [s.line for s in chosen if s.number == number]
-            if texts:
-                blocks.append(passage_block(number, passage, "\n".join(texts)))
-        return "\n\n".join(blocks)
+        return numbered_context(passages, compact_texts(self.choose(question, passages)))
 
     def choose(self, question: str, passages: list[Passage]) -> list[Sentence]:
         """The best-ranked sentences, each with the sentences it needs (a list's lead-in its items, a table row its

@@ -8,8 +8,8 @@ import time
 import dspy
 
 from bookrag.config import SELECTION_REFUSAL_MESSAGE
-from programs.rag.async_predict import apredict
-from programs.rag.context import format_context
+from programs.rag.answer_with_citations import written_badly
+from programs.rag.reader_inputs import reader_inputs
 from programs.rag.refusal_prediction import refusal_prediction
 from programs.rag.response import ResponseMode
 from programs.refusal.claim_check import grounded_citations
@@ -23,20 +23,14 @@ def answer_from_selection(program, question: str, selected_text: str, history: s
     """Selected-text mode: the selection is the only source; no retrieval. `program`: the `BookRAG` whose predictors
     answer; `history`: the earlier turns as its LM reads them (`format_history`)."""
     started, selection = time.perf_counter(), selection_passage(selected_text)
-    reply = None
-    if program.generates:
-        with program._lm():
-            reply = program.generate(**answer_inputs(selection, question, history))
+    reply = program.read(reader_inputs(question, [selection], history)) if program.generates else None
     return selection_answer(program, question, selection, reply, started)
 
 
 async def aanswer_from_selection(program, question: str, selected_text: str, history: str) -> dspy.Prediction:
     """`answer_from_selection` on an event loop: the LM awaited (`apredict`)."""
     started, selection = time.perf_counter(), selection_passage(selected_text)
-    reply = None
-    if program.generates:
-        with program._lm():
-            reply = await apredict(program.generate, **answer_inputs(selection, question, history))
+    reply = await program.aread(reader_inputs(question, [selection], history)) if program.generates else None
     return selection_answer(program, question, selection, reply, started)
 
 
@@ -45,20 +39,18 @@ def selection_passage(selected_text: str) -> Passage:
                    source="", url="")
 
 
-def answer_inputs(selection: Passage, question: str, history: str) -> dict[str, str]:
-    return {"context": format_context([selection]), "question": question, "history": history}
-
-
 def selection_answer(program, question: str, selection: Passage, reply: dspy.Prediction | None,
                      started: float) -> dspy.Prediction:
-    """The answer from the LM's `reply` (None: the extractive mode), or the refusal of what the selection does not
-    hold. `started`: `time.perf_counter()` when the question came in."""
+    """The answer from the LM's `reply` (the extractive mode's without an LM), or the refusal of what the selection
+    does not hold, or of a reply that is no answer. `started`: `time.perf_counter()` when the question came in."""
+    timing = {"retrieval_time_ms": 0.0, "generation_time_ms": (time.perf_counter() - started) * 1000}
+    if program.generates and (reply is None or written_badly(reply.answer)):
+        return refusal_prediction(SELECTION_REFUSAL_MESSAGE, RefusalReason.UNREADABLE_REPLY, question, [], {}, timing)
     if reply is not None:
         answer, verdict, mode = reply.answer, bool(reply.answerable), ResponseMode.GENERATED
     else:
         extract = program.extract(question, [selection])
         answer, verdict, mode = extract.answer, extract.coverage >= MIN_SELECTION_COVERAGE, ResponseMode.EXTRACTIVE
-    timing = {"retrieval_time_ms": 0.0, "generation_time_ms": (time.perf_counter() - started) * 1000}
     if not verdict or not answer:
         return refusal_prediction(SELECTION_REFUSAL_MESSAGE, RefusalReason.NOT_IN_SELECTION, question, [], {}, timing)
     # A number, version or name the selection does not hold came from memory. Only this check: on the train and
