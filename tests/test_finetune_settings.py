@@ -57,6 +57,34 @@ def test_a_number_of_examples_that_is_none_exits_4_naming_it(value, capsys):
     assert f"expected a number of examples (at least 1) or `all`, not {value!r}" in capsys.readouterr().err
 
 
+BOTH_COMMANDS = [(train_reader.build_parser, []), (optimize.build_parser, ["--optimizer", "finetune"])]
+
+
+@pytest.mark.parametrize(("build", "extra"), BOTH_COMMANDS, ids=["train_reader", "optimize"])
+@pytest.mark.parametrize("value", ["nan", "-1", "-inf", "inf", "0", "soon"])
+def test_minutes_that_never_stop_or_stop_before_training_exit_4_naming_the_flag(build, extra, value, capsys):
+    """nan never stopped and was written as a bare NaN into the manifest; -1 wrote the untrained adapter, exit 0."""
+    with pytest.raises(SystemExit) as exit_:
+        build().parse_args([*extra, f"--minutes={value}"])  # "--minutes -1" would read -1 as a flag
+    assert exit_.value.code == 4
+    assert f"argument --minutes: expected a number of minutes above 0, like 30 or 0.5, not {value!r}" \
+        in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("build", "extra"), BOTH_COMMANDS, ids=["train_reader", "optimize"])
+def test_a_limit_in_minutes_reaches_the_plan(build, extra):
+    assert build().parse_args([*extra, "--minutes", "0.5"]).minutes == 0.5
+
+
+def test_a_digit_that_is_no_number_is_named_as_the_examples_flag(capsys):
+    """"²" passed isdigit() and failed int(): argparse said "invalid _examples value"."""
+    with pytest.raises(SystemExit) as exit_:
+        train_reader.build_parser().parse_args(["--examples", "²"])
+    assert exit_.value.code == 4
+    assert "argument --examples: expected a number of examples (at least 1) or `all`, not '²'" \
+        in capsys.readouterr().err
+
+
 def test_the_artifacts_manifest_records_the_training_settings():
     """build_manifest writes OptimizerSettings.as_dict() as the manifest's `optimizer`."""
     training = FinetuneSettings(plan=dataclasses.replace(TrainingPlan(), epochs=1), bootstrap=True)

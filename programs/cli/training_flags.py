@@ -4,6 +4,7 @@ to FinetuneSettings', and they resolve into one FinetuneSettings."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from argparse import ArgumentParser, ArgumentTypeError, BooleanOptionalAction
 
 from programs.compile.finetune_settings import FinetuneSettings
@@ -19,7 +20,7 @@ def add_training_arguments(parser: ArgumentParser, prefix: str = "") -> None:
     parser.add_argument("--examples", type=_examples, default=defaults.plan.examples,
                         help=f"{prefix}train on at most N examples, chosen by kind of question with refusals in "
                              f"proportion; `all` for every one (default {defaults.plan.examples})")
-    parser.add_argument("--minutes", type=float, default=defaults.plan.minutes,
+    parser.add_argument("--minutes", type=_minutes, default=defaults.plan.minutes,
                         help=f"{prefix}stop after the step that passes this many minutes of training (the frozen "
                              "layers' pass and the steps), keeping the weights of the best held-out loss; the same "
                              "command with more minutes goes on from there (default: no limit)")
@@ -44,6 +45,18 @@ def finetune_settings(args, lora: LoraConfig | None = None) -> FinetuneSettings:
 def _examples(text: str) -> int | None:
     if text == "all":
         return None
-    if not text.isdigit() or int(text) < 1:
+    if not text.isdecimal() or int(text) < 1:  # isdigit() lets "²" through, which int() refuses
         raise ArgumentTypeError(f"expected a number of examples (at least 1) or `all`, not {text!r}")
     return int(text)
+
+
+def _minutes(text: str) -> float:
+    """--minutes: a finite number above 0 (nan never stops a training; 0 or less writes the untrained adapter)."""
+    problem = ArgumentTypeError(f"expected a number of minutes above 0, like 30 or 0.5, not {text!r}")
+    try:
+        minutes = float(text)
+    except ValueError:
+        raise problem from None
+    if not 0 < minutes < math.inf:  # false for nan too
+        raise problem
+    return minutes
