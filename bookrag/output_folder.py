@@ -20,7 +20,7 @@ from pathlib import Path
 from bookrag.atomic_file import replace_folder, restore_folder
 from bookrag.config import PROJECT_ROOT, Settings, nearest_existing
 from bookrag.errors import BadArgumentError
-from bookrag.json_document import parse_json
+from bookrag.json_document import read_json_file
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,8 @@ class OutputKind:
 
     def written_by_us(self, folder: Path) -> bool:
         try:
-            document = parse_json((folder / self.marker).read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # unreadable, not UTF-8, not JSON or nested too deeply: not ours
+            document = read_json_file(folder / self.marker)
+        except (OSError, ValueError):  # missing, no regular file, too large, not UTF-8 or not JSON: not ours
             return False
         return isinstance(document, dict) and all(key in document for key in self.keys)
 

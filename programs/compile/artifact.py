@@ -17,7 +17,7 @@ from bookrag.atomic_file import restore_folder
 from bookrag.config import PROJECT_ROOT, Settings, book_name
 from bookrag.errors import ArtifactError
 from bookrag.file_checksum import file_sha256
-from bookrag.json_document import NestedTooDeep, parse_json
+from bookrag.json_document import UnreadableJSON, read_json_file
 from bookrag.output_folder import OutputFolder, OutputKind
 
 log = logging.getLogger(__name__)
@@ -125,13 +125,13 @@ def read_manifest(artifact_dir: Path) -> dict:
     if not artifact_dir.is_dir():
         raise ArtifactError(f"no compiled program at {artifact_dir}: run `python optimize.py` or check --program")
     try:
-        manifest = parse_json(path.read_text())
+        manifest = read_json_file(path)
     except FileNotFoundError:
         raise ArtifactError(f"{path} is missing: the artifact is incomplete; recompile with `python optimize.py`") from None
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); recompile") from None
-    except NestedTooDeep:
-        raise too_deep(path) from None
+    except UnreadableJSON as exc:
+        raise unreadable(path, exc) from None
     missing = [k for k in MANIFEST_KEYS if k not in manifest] if isinstance(manifest, dict) else list(MANIFEST_KEYS)
     if missing:
         raise ArtifactError(f"{path} lacks {', '.join(missing)}: it was edited or is from another tool; recompile")
@@ -225,9 +225,9 @@ def warn_of_another_reranker(manifest: dict, artifact_dir: Path, index) -> None:
 def program_state(path: Path) -> dict:
     """program.json's state; {} for a missing file or one that is not a JSON object (`program.load` says so)."""
     try:
-        state = parse_json(path.read_text(encoding="utf-8"))
-    except NestedTooDeep:
-        raise too_deep(path) from None
+        state = read_json_file(path)
+    except UnreadableJSON as exc:  # before `program.load` reads it: a FIFO would block it, /dev/zero fill memory
+        raise unreadable(path, exc) from None
     except (OSError, ValueError):
         return {}
     return state if isinstance(state, dict) else {}
@@ -242,10 +242,11 @@ def check_demo_counts(path: Path) -> None:
                                 "sent with each question: recompile with `python optimize.py`")
 
 
-def too_deep(path: Path) -> ArtifactError:
-    """The error for an artifact's JSON file nested deeper than `parse_json` reads."""
-    return ArtifactError(f"{path} is nested too deeply to read: it was hand-edited or is not from bookrag; "
-                         "recompile with `python optimize.py`")
+def unreadable(path: Path, problem: UnreadableJSON) -> ArtifactError:
+    """The error for an artifact's JSON file that `read_json_file` refuses (not a regular file, too large, not
+    UTF-8, nested too deeply)."""
+    return ArtifactError(f"{path} {problem}: it was hand-edited or is not from bookrag; recompile with "
+                         "`python optimize.py`")
 
 
 def check_artifact(manifest: dict, artifact_dir: Path, settings: Settings, index, lm=None) -> None:
@@ -352,7 +353,7 @@ def default_artifact(settings: Settings, book_dir: Path) -> Path | None:
     restore_folder(default)
     if not default.exists():
         return None
-    if not (default / MANIFEST_FILE).is_file():
+    if not (default / MANIFEST_FILE).exists():  # a FIFO or a folder there is named as such by read_manifest
         raise ArtifactError(f"{default / MANIFEST_FILE} is missing: {default}, the compiled program used by default "
                             f"for this book, is incomplete; recompile with `python optimize.py`, or remove {default} "
                             "to run the uncompiled program")
