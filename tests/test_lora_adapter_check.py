@@ -3,7 +3,7 @@ before llama.cpp sees it: llama.cpp crashed the process on it (exit 139, no mess
 read in chunks, only when a call needs it.
 
 The GGUF files are written with the `gguf` package's writer (the training's), not with the reader under test: a
-tiny qwen2 "model" of two layers, width 8, and adapters for it or for something else.
+tiny qwen2 "model" of two layers, width 8, and adapters for it or for something else; crafted headers, byte by byte.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dspy.lm15 import Message, Request, Response, Usage
 from bookrag.config import Settings
 from bookrag.errors import ConfigError
 from programs.compile.artifact import bind_reader
+from programs.lm.gguf_header import STRING, Skipped, read_gguf_header
 from programs.lm.language_model import LocalLM, lm_errors, make_lm
 from programs.lm.llama_cpp_engine import adapter_checksum
 from programs.lm.lora_adapter_check import BadAdapter, check_lora_adapter
@@ -166,6 +167,78 @@ def test_a_truncated_adapter_says_so(model, tmp_path, kept, fault):
     (cut := tmp_path / "cut.gguf").write_bytes(data[:kept])
     with pytest.raises(BadAdapter, match=fault):
         check_lora_adapter(cut, model)
+
+
+# -- a crafted header: refused after bounded work -------------------------------------------------------------------
+
+
+def raw_gguf(tensors: int, entries: int, *body: bytes) -> bytes:
+    """A GGUF v3 header declaring `tensors` tensors and `entries` metadata entries, then `body`, nothing else."""
+    return b"GGUF" + struct.pack("<IQQ", 3, tensors, entries) + b"".join(body)
+
+
+def gguf_string(text: bytes) -> bytes:
+    return struct.pack("<Q", len(text)) + text
+
+
+def string_array(key: bytes, count: int, items: bytes = b"") -> bytes:
+    """The metadata entry `key`: an array declaring `count` strings, then `items`."""
+    return gguf_string(key) + struct.pack("<IIQ", 9, 8, count) + items
+
+
+TINY_ENTRIES = b"".join(gguf_string(b"k%d" % i) + struct.pack("<IB", 0, 1) for i in range(1000))
+EMPTY = struct.pack("<Q", 0)  # an empty string
+# Each file ends long before what it declares: a reader that followed the count would say it ends too soon.
+CRAFTED = {
+    "a billion metadata entries": (lambda: raw_gguf(0, 10**9, TINY_ENTRIES),
+                                   "declares 1,000,000,000 metadata entries; no model or adapter has over 4,096"),
+    "a billion tensors": (lambda: raw_gguf(10**9, 0, TINY_ENTRIES),
+                          "declares 1,000,000,000 tensors; no model or adapter has over 16,384"),
+    "a key of a terabyte": (lambda: raw_gguf(0, 1, struct.pack("<Q", 1 << 40), b"k" * 1000),
+                            "has a metadata key 1,099,511,627,776 bytes long; GGUF's keys are at most 65,535"),
+    "an array of a billion strings": (lambda: raw_gguf(0, 1, string_array(b"tokenizer.ggml.tokens", 10**9,
+                                                                          EMPTY * 1000)),
+                                      "has over 4,194,304 strings in its metadata arrays"),
+    "arrays of 4 million strings together": (
+        lambda: raw_gguf(0, 2, string_array(b"a", 1 << 21, EMPTY * (1 << 21)), string_array(b"b", (1 << 21) + 1, EMPTY)),
+        r"has over 4,194,304 strings in its metadata arrays \(the array b has 2,097,153\)"),
+}
+
+
+@pytest.mark.parametrize("case", CRAFTED)
+def test_a_header_declaring_more_than_any_model_has_is_refused_by_its_bound_not_its_end(case, model, tmp_path):
+    """A 64 MB file of tiny metadata entries took 16-40 s and 0.49 GB to read whole before it was judged."""
+    make, fault = CRAFTED[case]
+    path = written(tmp_path / "adapter.gguf", make())
+    with pytest.raises(BadAdapter, match=f"the LoRA adapter {path} {fault}") as caught:
+        check_lora_adapter(path, model)
+    assert caught.value.exit_code == 2 and "ends before" not in str(caught.value)
+
+
+def test_a_header_over_64_mib_is_refused_where_it_passes_the_bound(model, tmp_path):
+    """A string of 100 MiB in the metadata, in a file that holds it (sparse): the header is refused by its size."""
+    path = written(tmp_path / "adapter.gguf", raw_gguf(0, 1, gguf_string(b"general.name"),
+                                                        struct.pack("<IQ", 8, 100 << 20)))
+    with open(path, "r+b") as file:
+        file.truncate(200 << 20)
+    with pytest.raises(BadAdapter, match=r"has a header over 64 MiB \(at the value of general.name\)"):
+        check_lora_adapter(path, model)
+
+
+def test_a_header_the_size_of_the_packaged_models_is_read(tmp_path):
+    """Its tokenizer's 152k tokens and 151k merges, and 339 tensors: well within every bound."""
+    tensors = b"".join(gguf_string(b"blk.%d.ffn_up.weight" % i) + struct.pack("<IqqIQ", 2, 1536, 8960, 12, 0)
+                       for i in range(339))
+    tokens = b"".join(gguf_string(b"token%d" % i) for i in range(151_000))
+    merges = b"".join(gguf_string(b"t%d oken%d" % (i, i)) for i in range(151_000))
+    path = written(tmp_path / "model.gguf", raw_gguf(339, 3, gguf_string(b"general.architecture"),
+                                                     struct.pack("<I", 8), gguf_string(b"qwen2"),
+                                                     string_array(b"tokenizer.ggml.tokens", 151_000, tokens),
+                                                     string_array(b"tokenizer.ggml.merges", 151_000, merges),
+                                                     tensors))
+    header = read_gguf_header(path)
+    assert header.string("general.architecture") == "qwen2" and len(header.tensors) == 339
+    assert header.metadata["tokenizer.ggml.merges"] == Skipped(STRING, 151_000)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed")

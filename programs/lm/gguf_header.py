@@ -6,6 +6,9 @@ strings, reads with small buffered reads (no mmap: an 8 GB file under a memory l
 is wrong with a file that is not a well-formed GGUF, on which llama.cpp may crash. Layout (GGUF v2 and v3,
 little-endian): magic, version, tensor count, metadata count, the metadata's key/type/value entries, the tensor
 infos, padding to the alignment, the tensors' data.
+
+A header is bounded (entries, tensors, key and string lengths, strings walked, bytes), far above a real one's, so a
+crafted file is refused after bounded work: one of 64 MB of tiny metadata entries took 16-40 s and 0.49 GB to read.
 """
 
 from __future__ import annotations
@@ -22,8 +25,14 @@ VERSIONS = (2, 3)  # what llama.cpp reads
 DEFAULT_ALIGNMENT = 32
 MAX_DIMS = 4  # ggml's GGML_MAX_DIMS
 MAX_NAME = 63  # ggml's GGML_MAX_NAME, less its terminating zero: llama.cpp refuses a longer tensor name
-MAX_STRINGS = 1 << 24  # in an array: far more than any vocabulary, and a few seconds to walk
 KEPT_STRING = 1 << 20  # longer metadata strings are skipped (a GGUF may carry its tokenizer's JSON, megabytes)
+# The bounds, against the packaged 1.1 GB model's header: 339 tensors, 26 metadata entries, 303k strings in its
+# tokenizer's arrays (tokens and merges), 6 MB, read in 0.12 s; an adapter's is smaller still (2*28*7 tensors at most).
+MAX_METADATA = 1 << 12  # metadata entries
+MAX_TENSORS = 1 << 14  # tensor infos (the largest models have about a thousand)
+MAX_KEY = (1 << 16) - 1  # bytes in a metadata key: GGUF's own bound
+MAX_STRINGS = 1 << 22  # strings in all the metadata's arrays together: under two seconds to walk
+MAX_HEADER = 1 << 26  # bytes before the tensors' data
 
 # GGUF value types: the scalars' struct formats, and the two with a length.
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
@@ -89,6 +98,7 @@ class _HeaderReader:
         self.file = file
         self.size = file.seek(0, 2)
         self.position = file.seek(0)  # kept here: the file's tell() is a system call
+        self.strings = 0  # walked in the metadata's arrays
 
     def read(self) -> GGUFHeader:
         if self.size == 0:
@@ -99,11 +109,14 @@ class _HeaderReader:
         if version not in VERSIONS:
             raise NotGGUF(f"is GGUF version {version}; llama.cpp reads versions {VERSIONS[0]} and {VERSIONS[-1]}")
         tensor_count, kv_count = self.scalar("<Q", "the tensor count"), self.scalar("<Q", "the metadata count")
+        _at_most(kv_count, MAX_METADATA, "metadata entries")
+        _at_most(tensor_count, MAX_TENSORS, "tensors")
         metadata, value_types = {}, {}
         for _ in range(kv_count):
-            key = self.string("a metadata key")
-            if isinstance(key, Skipped):
-                raise NotGGUF(f"has a metadata key {key.length:,} bytes long")
+            length = self.scalar("<Q", "the length of a metadata key")
+            if length > MAX_KEY:
+                raise NotGGUF(f"has a metadata key {length:,} bytes long; GGUF's keys are at most {MAX_KEY:,}")
+            key = self.text(length, "a metadata key")
             if key in metadata:
                 raise NotGGUF(f"has the metadata key {shown(key)} twice")
             value_types[key] = self.scalar("<I", f"the type of {shown(key)}")
@@ -129,10 +142,7 @@ class _HeaderReader:
                               "does not read")
             what = f"the array {shown(key)}"
             if item_type == STRING:
-                if length > MAX_STRINGS:
-                    raise NotGGUF(f"has the metadata array {shown(key)} of {length:,} strings")
-                for _ in range(length):  # each string has its own length: walked, not kept
-                    self.skip(self.scalar("<Q", what), what)
+                self.walk_strings(length, what)
             else:
                 self.skip(length * _LAYOUTS[_SCALARS[item_type]].size, what)
             return Skipped(item_type, length)
@@ -140,10 +150,23 @@ class _HeaderReader:
             raise NotGGUF(f"has the metadata key {shown(key)} of type {value_type}, which GGUF does not have")
         return self.scalar(_SCALARS[value_type], f"the value of {shown(key)}")
 
+    def walk_strings(self, count: int, what: str) -> None:
+        """Past `count` strings of an array, not kept: each has its own length. The loop that runs most (303k times
+        for the packaged model), so it is lean."""
+        self.strings += count
+        if self.strings > MAX_STRINGS:
+            raise NotGGUF(f"has over {MAX_STRINGS:,} strings in its metadata arrays ({what} has {count:,}); a "
+                          "model's tokenizer has a few hundred thousand")
+        read, unpack = self.file.read, _LAYOUTS["<Q"].unpack
+        for _ in range(count):
+            self.within_file(8, what)
+            self.skip(unpack(read(8))[0], what)
+
     def tensor_info(self) -> TensorInfo:
-        name = self.string("a tensor's name")
-        if not isinstance(name, str) or len(name.encode()) > MAX_NAME:
+        length = self.scalar("<Q", "the length of a tensor's name")
+        if length > MAX_NAME:
             raise NotGGUF(f"has a tensor name over {MAX_NAME} bytes long, which llama.cpp refuses")
+        name = self.text(length, "a tensor's name")
         dims = self.scalar("<I", f"the dimensions of {shown(name)}")
         if not 1 <= dims <= MAX_DIMS:
             raise NotGGUF(f"has the tensor {shown(name)} of {dims} dimensions; ggml has 1 to {MAX_DIMS}")
@@ -159,6 +182,9 @@ class _HeaderReader:
         if length > KEPT_STRING:
             self.skip(length, what)
             return Skipped(STRING, length)
+        return self.text(length, what)
+
+    def text(self, length: int, what: str) -> str:
         return self.bytes(length, what).decode("utf-8", "backslashreplace")
 
     def scalar(self, fmt: str, what: str):
@@ -179,4 +205,11 @@ class _HeaderReader:
     def within_file(self, count: int, what: str) -> None:
         if count > self.size - self.position:
             raise NotGGUF(f"ends before {what} does (truncated, or not a GGUF file)")
+        if count > MAX_HEADER - self.position:
+            raise NotGGUF(f"has a header over {MAX_HEADER >> 20} MiB (at {what}); a model's is a few MiB")
         self.position += count
+
+
+def _at_most(count: int, bound: int, what: str) -> None:
+    if count > bound:
+        raise NotGGUF(f"declares {count:,} {what}; no model or adapter has over {bound:,}")
