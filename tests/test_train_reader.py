@@ -6,6 +6,9 @@ on a tiny model in test_reader_training.py.
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 from conftest import SMALL_BOOK, clean_env, run_script, write_book
 
@@ -13,6 +16,7 @@ from bookrag.config import Settings
 from bookrag.errors import BadArgumentError
 from bookrag.output_folder import OutputFolder
 from programs.cli.train_reader import READER_OUTPUT, TRAINING_BOOKS, write_reader
+from programs.train.model_shape import UnsupportedModel, model_shape
 
 pytest.importorskip("torch")
 gguf = pytest.importorskip("gguf")
@@ -43,18 +47,65 @@ def test_a_setting_below_one_is_a_usage_error(tmp_path, flag):
     assert not (tmp_path / "reader").exists()
 
 
-def test_a_model_of_another_architecture_is_refused_before_any_work(tmp_path):
-    model = tmp_path / "llama.gguf"
-    writer = gguf.GGUFWriter(str(model), "llama")
-    writer.add_block_count(2)
+def gguf_model(path, architecture: str, tensors=("token_embd.weight",), **keys):
+    """A GGUF of `architecture`, its metadata `keys` (under the architecture: (add_ method, value)), `tensors` of
+    zeros."""
+    writer = gguf.GGUFWriter(str(path), architecture)
+    for key, (method, value) in keys.items():
+        getattr(writer, method)(f"{architecture}.{key}", value)
+    for name in tensors:
+        writer.add_tensor(name, np.zeros((40, 8), np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    done = train_reader(tmp_path, "--out", tmp_path / "reader", BOOKRAG_LOCAL_MODEL=str(model))
+    return path
+
+
+def llama_gguf(path):
+    """A GGUF of another architecture, of a shape a qwen2 one has (under llama.)."""
+    return gguf_model(path, "llama", block_count=("add_uint32", 2))
+
+
+def text_file(path):
+    path.write_text("not a model\n")
+    return path
+
+
+@pytest.mark.parametrize("script", [["train_reader.py"], ["optimize.py", "--optimizer", "finetune", "--answer-mode",
+                                                          "generated", "--lm", "local"]],
+                         ids=lambda script: script[0])
+@pytest.mark.parametrize("make, what", [(llama_gguf, "is a GGUF of architecture llama"),
+                                        (text_file, r"is not a GGUF file \(it does not start with GGUF\)")],
+                         ids=["llama", "text"])
+def test_a_model_that_is_no_qwen2_gguf_is_a_configuration_error_before_any_work(tmp_path, script, make, what):
+    """It ended in a ValueError, StopIteration or IndexError from the gguf package's reader (exit 70)."""
+    model = make(tmp_path / "model.gguf")
+    done = run_script(*script, "--out", tmp_path / "out", cwd=tmp_path,
+                      env=clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_LOCAL_MODEL=str(model),
+                                    BOOKRAG_BOOK=str(write_book(tmp_path / "book", SMALL_BOOK))))
     assert done.returncode == 2, done.stderr
-    assert "llama" in done.stderr and "qwen2" in done.stderr
-    assert not (tmp_path / "reader").exists()
+    assert re.fullmatch(f"error: BOOKRAG_LOCAL_MODEL {model} {what}: training a reader needs a qwen2 GGUF \\(the "
+                        r"packaged Qwen2.5-Coder is one\): unset BOOKRAG_LOCAL_MODEL to train the packaged model\n",
+                        done.stderr), done.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "data" / "training").exists()
+
+
+@pytest.mark.parametrize("tensors, keys, fault", [
+    ((), {}, "has no token_embd.weight of two dimensions"),  # a LoRA adapter's general.architecture is qwen2 too
+    (("token_embd.weight",), {"block_count": ("add_uint32", 2)}, "has no qwen2.embedding_length in its metadata"),
+    (("token_embd.weight",), {"block_count": ("add_string", "two")},
+     "has qwen2.block_count 'two', not a whole number above 0"),
+    (("token_embd.weight",), {"block_count": ("add_bool", True)},
+     "has qwen2.block_count True, not a whole number above 0"),
+])
+def test_a_qwen2_gguf_without_the_models_shape_names_what_it_lacks(tmp_path, tensors, keys, fault):
+    """A missing token embedding was a StopIteration (exit 70)."""
+    model = gguf_model(tmp_path / "model.gguf", "qwen2", tensors, **keys)
+    with pytest.raises(UnsupportedModel) as caught:
+        model_shape(model)
+    assert str(caught.value).startswith(f"BOOKRAG_LOCAL_MODEL {model} {fault}")
+    assert caught.value.exit_code == 2
 
 
 @pytest.mark.parametrize("book", [book for book, _, _ in TRAINING_BOOKS], ids=lambda book: book.name)

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from programs.train.model_shape import ModelShape, model_shape_of
+from programs.train.model_shape import ModelShape, model_shape
 
 
 def read_gguf(path: str | Path, progress=None) -> tuple[ModelShape, dict[str, torch.Tensor]]:
     """(shape, tensors by GGUF name) of a qwen2 GGUF. `progress(done, total)` is called per tensor."""
     import gguf
 
+    shape = model_shape(path)  # first: a file of another kind is refused by name, not by the gguf package's reader
     reader = gguf.GGUFReader(str(path))
-    shape = model_shape_of(reader, path)
     tensors = {}
     for done, tensor in enumerate(reader.tensors, start=1):
         values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)

@@ -1,15 +1,20 @@
-"""A qwen2 GGUF's shape (layers, widths, heads, rope base), read from its metadata alone: what the trainer builds its
-decoder and LoRA weights for."""
+"""A qwen2 GGUF's shape (layers, widths, heads, rope base), read from its header alone: what the trainer builds its
+decoder and LoRA weights for. Read with the runtime's header reader (programs/lm/gguf_header.py), before any heavy
+work: a file of another kind is a configuration error naming it, not a crash in the gguf package's reader."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from bookrag.errors import ConfigError
+from programs.lm.gguf_header import GGUFHeader, NotGGUF, read_gguf_header, shown
 
 ARCHITECTURE = "qwen2"
+_NEEDS = ("training a reader needs a qwen2 GGUF (the packaged Qwen2.5-Coder is one): unset BOOKRAG_LOCAL_MODEL to "
+          "train the packaged model")
 
 
 @dataclass(frozen=True)
@@ -33,31 +38,54 @@ class UnsupportedModel(ConfigError):
 
 
 def model_shape(path: str | Path) -> ModelShape:
-    """The shape of a qwen2 GGUF, from its metadata alone (no tensor is read)."""
-    import gguf
-
-    return model_shape_of(gguf.GGUFReader(str(path)), path)
-
-
-def model_shape_of(reader, path) -> ModelShape:
-    """The shape from an open `gguf.GGUFReader` of the file at `path`."""
-    field = partial(_field, reader, path)
-    architecture = field("general.architecture")
+    """The shape of the qwen2 GGUF at `path`, from its header alone (no tensor is read); UnsupportedModel naming
+    the file and what it is otherwise."""
+    header = _header(path)
+    architecture = header.metadata.get("general.architecture")
     if architecture != ARCHITECTURE:
-        raise UnsupportedModel(f"{path} is a {architecture!r} model: a reader is trained on qwen2 GGUFs only (the "
-                               "packaged Qwen2.5-Coder is one): unset BOOKRAG_LOCAL_MODEL to train the packaged model")
+        raise _unsupported(path, f"is a GGUF of architecture {shown(architecture)}" if isinstance(architecture, str)
+                           else "is a GGUF without a general.architecture string")
+    embedding = header.tensors.get("token_embd.weight")
+    if embedding is None or len(embedding.shape) < 2:
+        raise _unsupported(path, "has no token_embd.weight of two dimensions: it is not a qwen2 model GGUF")
+    count = partial(_setting, header, path, "a whole number above 0", _is_count)
+    number = partial(_setting, header, path, "a number above 0", _is_number)
     return ModelShape(
-        layers=int(field("qwen2.block_count")), hidden=int(field("qwen2.embedding_length")),
-        ffn=int(field("qwen2.feed_forward_length")), heads=int(field("qwen2.attention.head_count")),
-        kv_heads=int(field("qwen2.attention.head_count_kv")),
-        rope_base=float(field("qwen2.rope.freq_base")),
-        norm_eps=float(field("qwen2.attention.layer_norm_rms_epsilon")),
-        vocab=int(next(t for t in reader.tensors if t.name == "token_embd.weight").shape[1]),
+        layers=count("block_count"), hidden=count("embedding_length"), ffn=count("feed_forward_length"),
+        heads=count("attention.head_count"), kv_heads=count("attention.head_count_kv"),
+        rope_base=float(number("rope.freq_base")), norm_eps=float(number("attention.layer_norm_rms_epsilon")),
+        vocab=embedding.shape[1],
     )
 
 
-def _field(reader, path, key: str):
-    field = reader.get_field(key)
-    if field is None:
-        raise UnsupportedModel(f"{path} has no {key} in its metadata: it is not a qwen2 model GGUF")
-    return field.contents()
+def _header(path: str | Path) -> GGUFHeader:
+    try:
+        return read_gguf_header(path)
+    except NotGGUF as exc:
+        raise _unsupported(path, str(exc)) from None
+    except OSError as exc:
+        raise _unsupported(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _setting(header: GGUFHeader, path, kind: str, fits, key: str):
+    """The metadata value `qwen2.<key>`, refused unless it `fits`: the trainer builds its tensors' shapes of it."""
+    name = f"{ARCHITECTURE}.{key}"
+    value = header.metadata.get(name)
+    if value is None:
+        raise _unsupported(path, f"has no {name} in its metadata: it is not a qwen2 model GGUF")
+    if not fits(value):
+        got = shown(repr(value)) if isinstance(value, (int, float, str)) else f"of GGUF type {header.value_types[name]}"
+        raise _unsupported(path, f"has {name} {got}, not {kind}: it is not a qwen2 model GGUF")
+    return value
+
+
+def _is_count(value) -> bool:
+    return type(value) is int and value > 0  # not a bool, which is an int too
+
+
+def _is_number(value) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and value > 0
+
+
+def _unsupported(path, problem: str) -> UnsupportedModel:
+    return UnsupportedModel(f"BOOKRAG_LOCAL_MODEL {path} {problem}: {_NEEDS}")
