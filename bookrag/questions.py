@@ -1,6 +1,8 @@
 """Labeled question sets (CSV via pandas, or JSONL): load, validate, split.
 
-Bad rows raise `DatasetError` naming the file, line and column, so a hand-edited set is easy to fix.
+Bad rows raise `DatasetError` naming the file, line and column, so a hand-edited set is easy to fix. What is read
+is bounded (a line, a cell, a question): a 300 MB question cell took 2.33 GB and was written twice into the reports.
+A question over the bound is refused, not cut: a question file is labeled data, and a cut question is a wrong label.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ SPLITS = ("train", "dev", "test")
 SPLIT_SEED = "bookrag-split-v1"
 # How a question is phrased (datasets/README.md defines each); empty for must-refuse and selected-text rows.
 STYLES = ("book-words", "paraphrase", "definition", "how-to", "code-fact", "follow-up", "multi-part")
+MAX_QUESTION_CHARS = 20_000  # twice what an answer reads of a question (programs/rag/bounded_question.py)
+MAX_CELL_CHARS = 1 << 20  # any CSV cell: a reference answer or a selected passage is a few KB
+MAX_LINE_BYTES = 1 << 22  # a JSONL line, all of a row's cells
 
 
 def follow_up_text(question: str, history) -> str:
@@ -100,25 +105,35 @@ def load_questions(path: Path, split: str | None = None) -> list[Question]:
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
     rows = []
-    for line_no, raw in enumerate(path.read_bytes().splitlines(), start=1):
-        try:
-            line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            raise DatasetError(f"{path}:{line_no}: not UTF-8 text (byte {exc.start + 1} of the line); re-save the "
-                               "file as UTF-8") from None
-        if not line.strip():
-            continue
-        try:
-            row = parse_json(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
-        except NestedTooDeep:
-            raise DatasetError(f"{path}:{line_no}: JSON nested too deeply to read; a question line nests a few "
-                               "levels at most") from None
-        if not isinstance(row, dict):
-            raise DatasetError(f"{path}:{line_no}: each line must be a JSON object")
-        rows.append((line_no, row))
+    with path.open("rb") as handle:
+        for line_no, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if (row := _jsonl_row(path, line_no, raw)) is not None:
+                rows.append((line_no, row))
     return rows
+
+
+def _jsonl_row(path: Path, line_no: int, raw: bytes) -> dict | None:
+    """The row of one line (its newline included), None for a blank line."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise DatasetError(f"{path}:{line_no}: the line is over {MAX_LINE_BYTES:,} bytes; a question's row holds a few "
+                           f"KB (its question {MAX_QUESTION_CHARS:,} characters at most)")
+    try:
+        line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}:{line_no}: not UTF-8 text (byte {exc.start + 1} of the line); re-save the "
+                           "file as UTF-8") from None
+    if not line.strip():
+        return None
+    try:
+        row = parse_json(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+    except NestedTooDeep:
+        raise DatasetError(f"{path}:{line_no}: JSON nested too deeply to read; a question line nests a few "
+                           "levels at most") from None
+    if not isinstance(row, dict):
+        raise DatasetError(f"{path}:{line_no}: each line must be a JSON object")
+    return row
 
 
 def _read_csv(path: Path) -> list[tuple[int, dict]]:
@@ -127,7 +142,7 @@ def _read_csv(path: Path) -> list[tuple[int, dict]]:
     try:
         lines = _record_lines(path)  # first: pandas would read a row with a cell too many as shifted columns
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError, csv.Error) as exc:
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
         raise DatasetError(f"{path}: cannot be read as CSV ({exc})") from None
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
@@ -138,31 +153,35 @@ def _read_csv(path: Path) -> list[tuple[int, dict]]:
 def _record_lines(path: Path) -> list[int]:
     """The file line each CSV record starts on (quoted cells may span lines). A record with more cells than the
     header is an error naming its line."""
-    lines, previous_end = [], 1
-    with path.open(newline="", encoding="utf-8-sig") as handle, _cells_as_long_as_the_file(path):
+    lines, previous_end = [], 0
+    with path.open(newline="", encoding="utf-8-sig") as handle, _cells_of_at_most(MAX_CELL_CHARS):
         reader = csv.reader(handle)
-        header = next(reader, [])
-        previous_end = reader.line_num
-        for row in reader:
-            if len(row) > len(header):
-                raise DatasetError(f"{path}:{previous_end + 1}: the row has {len(row)} cells where the header has "
-                                   f"{len(header)}: quote a cell that holds a comma (\"a, b\"), or add the column "
-                                   "to the header")
-            if len(row) > 1 or (row and row[0].strip()):  # pandas skips blank (whitespace-only) lines
-                lines.append(previous_end + 1)
+        try:
+            header = next(reader, [])
             previous_end = reader.line_num
+            for row in reader:
+                if len(row) > len(header):
+                    raise DatasetError(f"{path}:{previous_end + 1}: the row has {len(row)} cells where the header "
+                                       f"has {len(header)}: quote a cell that holds a comma (\"a, b\"), or add the "
+                                       "column to the header")
+                if len(row) > 1 or (row and row[0].strip()):  # pandas skips blank (whitespace-only) lines
+                    lines.append(previous_end + 1)
+                previous_end = reader.line_num
+        except csv.Error as exc:  # the csv module's one error here: a cell over the limit
+            raise DatasetError(f"{path}:{previous_end + 1}: cannot be read as CSV ({exc}): a cell of a question "
+                               f"file holds {MAX_CELL_CHARS:,} characters at most") from None
     return lines
 
 
 @contextmanager
-def _cells_as_long_as_the_file(path: Path):
-    """A CSV cell may be as long as its file, as a JSONL line may (the csv module stops at 128 KiB, pandas does
-    not); the module-wide limit is put back after."""
-    limit = csv.field_size_limit(max(csv.field_size_limit(), path.stat().st_size))
+def _cells_of_at_most(limit: int):
+    """The csv module's limit on a cell (128 KiB by default) for the time of a read, so that pandas, which has
+    none, reads only a file whose cells are within it; the module-wide limit is put back after."""
+    before = csv.field_size_limit(limit)
     try:
         yield
     finally:
-        csv.field_size_limit(limit)
+        csv.field_size_limit(before)
 
 
 def _key_fact(fact, fail) -> str | tuple[str, ...]:
@@ -174,13 +193,23 @@ def _key_fact(fact, fail) -> str | tuple[str, ...]:
     fail("key_facts", f'each key fact is a string or a list of alternatives like ["1.2 m", "1.2 meters"], got {fact!r}')
 
 
+def _json_shown(value) -> str:
+    """A JSON value as the file may have written it (1e400 reads as Infinity), cut short."""
+    shown = json.dumps(value)
+    return shown if len(shown) <= 60 else shown[:60] + "..."
+
+
 def _question(path: Path, line: int, row: dict) -> Question:
     def fail(column: str, problem: str):
         raise DatasetError(f"{path}:{line}: column {column!r}: {problem}")
 
     def text(column: str) -> str:
         value = row.get(column)
-        return "" if value is None else str(value).strip()
+        if value is None:
+            return ""
+        if isinstance(value, bool) or not isinstance(value, (str, int)):  # JSONL's NaN, Infinity, 1e400 ("inf")
+            fail(column, f"expected text or a whole number, got {_json_shown(value)}: write it in quotes")
+        return str(value).strip()
 
     def json_list(column: str) -> tuple:
         value = row.get(column)
@@ -203,6 +232,9 @@ def _question(path: Path, line: int, row: dict) -> Question:
         fail("id", "empty id")
     if not question:
         fail("question", "empty question")
+    if len(question) > MAX_QUESTION_CHARS:
+        fail("question", f"{len(question):,} characters, over the {MAX_QUESTION_CHARS:,} a question may hold (an "
+                         "answer reads its first 500 words): shorten it")
     answerable = row.get("answerable")
     if isinstance(answerable, str):
         lowered = answerable.strip().lower()
@@ -216,7 +248,8 @@ def _question(path: Path, line: int, row: dict) -> Question:
         fail("gold_sources", "list items must be strings")
     facts = tuple(_key_fact(f, fail) for f in facts)
     for turn in history:
-        if not (isinstance(turn, dict) and isinstance(turn.get("question"), str)):
+        if not (isinstance(turn, dict) and isinstance(turn.get("question"), str) and
+                isinstance(turn.get("answer", ""), str)):
             fail("history", 'each turn must be an object like {"question": "...", "answer": "..."}')
     split = text("split") or seeded_split(qid)
     if split not in SPLITS:

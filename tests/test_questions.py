@@ -212,15 +212,72 @@ def test_a_csv_row_with_more_cells_than_the_header_names_the_row_and_the_counts(
                                         "that holds a comma")
 
 
-def test_a_csv_cell_of_10_mb_is_read_as_the_same_question_in_jsonl_is(tmp_path):
-    """The csv module's default field limit (128 KiB) once refused it: "field larger than field limit"."""
-    question = "How tall is Kestrel? " + "x" * 10_000_000
-    path = csv_file(tmp_path, f"q1,{question},true", "q2,Is it slow?,false", header="id,question,answerable")
-    jsonl = write(tmp_path, "questions.jsonl", json.dumps({"id": "q1", "question": question, "answerable": True}))
+def jsonl_file(tmp_path: Path, *rows) -> Path:
+    """A JSONL file of `rows`: dicts, or lines as written."""
+    return write(tmp_path, "questions.jsonl", "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+
+
+def test_a_question_over_20000_characters_is_refused_naming_its_line_and_column(tmp_path):
+    """Refused, not cut: a question file is labeled data, and a cut question would be a wrong label."""
+    longest, longer = "x" * 20_000, "How tall is Kestrel? " + "x" * 20_000
+    path = csv_file(tmp_path, f"q1,{longest},true", f"q2,{longer},true", header="id,question,answerable")
+    jsonl = jsonl_file(tmp_path, {"id": "q1", "question": longest, "answerable": True},
+                       {"id": "q2", "question": longer, "answerable": True})
+    for file, line in ((path, 3), (jsonl, 2)):
+        with pytest.raises(DatasetError) as caught:
+            load_questions(file)
+        assert str(caught.value) == (f"{file}:{line}: column 'question': 20,021 characters, over the 20,000 a question "
+                                     "may hold (an answer reads its first 500 words): shorten it")
+    assert load_questions(csv_file(tmp_path, f"q1,{longest},true", header="id,question,answerable"))[0].question \
+        == longest
+
+
+def test_a_cell_or_line_of_10_mb_is_refused_naming_its_line_and_the_limit(tmp_path):
+    """A 300 MB question cell took 2.33 GB and went whole into the reports: the csv module now stops at its limit
+    (1 MiB; it was raised to the file's size), a JSONL line is read up to 4 MiB."""
+    huge = "How tall is Kestrel? " + "x" * 10_000_000
+    path = csv_file(tmp_path, "q1,Is it slow?,false", f"q2,{huge},true", header="id,question,answerable")
+    jsonl = jsonl_file(tmp_path, {"id": "q1", "question": "Is it slow?", "answerable": False},
+                       {"id": "q2", "question": huge, "answerable": True})
     limit = csv.field_size_limit()
-    assert [q.id for q in load_questions(path)] == ["q1", "q2"]
-    assert load_questions(path)[0] == load_questions(jsonl)[0]
+    with pytest.raises(DatasetError) as caught:
+        load_questions(path)
+    assert str(caught.value) == (f"{path}:3: cannot be read as CSV (field larger than field limit (1048576)): a cell "
+                                 "of a question file holds 1,048,576 characters at most")
     assert csv.field_size_limit() == limit  # the module-wide limit is put back
+    with pytest.raises(DatasetError) as caught:
+        load_questions(jsonl)
+    assert str(caught.value) == (f"{jsonl}:2: the line is over 4,194,304 bytes; a question's row holds a few KB (its "
+                                 "question 20,000 characters at most)")
+
+
+@pytest.mark.parametrize("column, written, shown", [
+    ("id", "NaN", "NaN"), ("id", "Infinity", "Infinity"), ("id", "1e400", "Infinity"), ("id", "1.5", "1.5"),
+    ("id", "true", "true"), ("question", "NaN", "NaN"), ("question", '["What?"]', '["What?"]'),
+    ("reference_answer", "-Infinity", "-Infinity"),
+])
+def test_a_jsonl_value_that_is_not_text_is_refused_naming_its_line_and_column(tmp_path, column, written, shown):
+    """NaN was read as the id and question "nan", and Infinity and 1e400 as the same id "inf"."""
+    row = {"id": '"q2"', "question": '"What is a node?"', "answerable": "true"} | {column: written}
+    path = jsonl_file(tmp_path, {"id": "q1", "question": "Is it slow?", "answerable": False},
+                      "{" + ", ".join(f'"{key}": {value}' for key, value in row.items()) + "}")
+    with pytest.raises(DatasetError) as caught:
+        load_questions(path)
+    assert str(caught.value) == (f"{path}:2: column {column!r}: expected text or a whole number, got {shown}: write "
+                                 "it in quotes")
+
+
+def test_a_jsonl_whole_number_id_is_read_as_its_digits(tmp_path):
+    path = jsonl_file(tmp_path, {"id": 7, "question": "Is it slow?", "answerable": False})
+    assert load_questions(path)[0].id == "7"
+
+
+def test_a_history_answer_that_is_not_text_is_refused(tmp_path):
+    """It reached the follow-up's search text, and joining it failed (exit 70)."""
+    path = jsonl_file(tmp_path, {"id": "q1", "question": "And its height?", "answerable": True,
+                                 "history": [{"question": "What is Kestrel?", "answer": float("nan")}]})
+    with pytest.raises(DatasetError, match=r"questions\.jsonl:1: column 'history': each turn must be an object"):
+        load_questions(path)
 
 
 def test_split_filter_selects_rows_and_rejects_unknown_splits(tmp_path):
