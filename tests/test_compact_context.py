@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from book_passages import passage
@@ -93,3 +95,29 @@ def test_the_context_keeps_to_the_best_passage_when_a_lower_one_only_looks_alike
                                           [passage(best, 0), passage("Gait phases.", 1), passage("Walking.", 2),
                                            passage(lower, 3)])
     assert "5 messages in its queue" in context and "[4]" not in context
+
+
+@pytest.mark.parametrize("code", [
+    "The lab world lives in the worlds folder.\n\n    # start the world running immediately\n    gz sim -r lab.sdf\n",
+    "The lab world lives in the worlds folder.\n\n\t# start the world running immediately\n\tgz sim -r lab.sdf\n",
+    ("The lab world lives in the worlds folder.\n\n> ```bash\n> # start the world running immediately\n"
+     "> gz sim -r lab.sdf\n> ```\n"),
+])
+def test_indented_code_and_code_fenced_in_a_blockquote_are_code_lines(code):
+    prose, comment, command = passage_sentences([passage(code)])
+    assert not prose.code and comment.code and command.code
+    assert (comment.text, command.text) == ("# start the world running immediately", "gz sim -r lab.sdf")
+    assert (1, command.index) in comment.needs
+
+
+def test_a_list_items_indented_paragraph_is_prose_not_code():
+    text = "- Start the driver first.\n\n    The driver must run before the planner starts.\n"
+    assert [s.code for s in passage_sentences([passage(text)])] == [False, False]
+
+
+def test_a_table_without_outer_bars_is_rows_under_their_header():
+    text = "The joint limits are listed below.\n\nJoint | Limit\n:--- | ---:\nhip | 2.1 rad\nknee | 2.6 rad\n"
+    intro, header, hip, knee = passage_sentences([passage(text)])
+    assert (header.text, hip.text, knee.text) == ("Joint | Limit", "hip | 2.1 rad", "knee | 2.6 rad")
+    assert hip.row and knee.row and hip.needs == knee.needs == ((1, header.index),)
+    assert not intro.row and not header.row

@@ -136,6 +136,29 @@ def test_front_matter_that_is_not_a_mapping_is_an_error(tmp_path):
         parse(tmp_path, "list.md", "---\n- a\n- b\n---\nText.\n")
 
 
+def test_toml_front_matter_is_read_as_front_matter_not_page_text(tmp_path):
+    page = parse(tmp_path, "01-ros2/nodes.md", """
+        +++
+        title = "Nodes and Topics"
+        slug = "/nodes"
+        module = "basics"
+        +++
+        Body text about nodes.
+        """)
+    assert (page.title, page.url, page.module) == ("Nodes and Topics", "/docs/nodes", "basics")
+    assert all_text(page) == "Body text about nodes."
+
+
+@pytest.mark.parametrize("text, why", [
+    ('+++\ntitle = "unclosed\n+++\nText.\n', "broken TOML front matter"),
+    ('+++\ntitle = "Open"\n\nText without the closing line.\n', "never closed"),
+    ("+++\n" + "a = 1\n" * 20_000 + "+++\nText.\n", "shorten the \\+\\+\\+ block"),
+])
+def test_broken_or_unclosed_toml_front_matter_is_an_error(tmp_path, text, why):
+    with pytest.raises(BookFileError, match=why):
+        parse(tmp_path, "a.md", text)
+
+
 def test_non_utf8_file_is_an_error_naming_the_file(tmp_path):
     (tmp_path / "latin1.md").write_bytes("# Caf\u00e9\n\nNa\u00efve text.\n".encode("latin-1"))
     with pytest.raises(BookFileError) as info:
@@ -209,6 +232,22 @@ def test_multiline_jsx_component_keeps_its_prose_props_and_drops_the_data(tmp_pa
     assert "Before the table." in text and "After the table." in text
     for leftover in ("<HardwareTable", "data=", "RTX4090", "{", "/>", "hw"):
         assert leftover not in text
+
+
+def test_text_indented_under_a_jsx_tag_is_prose_not_code(tmp_path):
+    page = parse(tmp_path, "a.mdx", """
+        # Fruit
+
+        <Tabs>
+          <TabItem value="apple" label="Apple">
+            An apple is red
+            and sweet.
+
+            Apples grow on trees.
+          </TabItem>
+        </Tabs>
+        """)
+    assert blocks(page) == ["An apple is red and sweet.", "Apples grow on trees."]
 
 
 def test_jsx_comments_are_dropped(tmp_path):
@@ -369,6 +408,21 @@ def test_heading_text_is_plain_and_anchor_is_slugged(tmp_path):
 def test_hash_that_ends_a_heading_word_is_kept(tmp_path):
     page = parse(tmp_path, "a.md", "# T\n\n## Scripting in C#\n\nText.\n")
     assert page.sections[0].heading_path == ("T", "Scripting in C#")
+
+
+@pytest.mark.parametrize("underline", ["===========", "---"])
+def test_a_setext_heading_is_a_heading_not_text(tmp_path, underline):
+    page = parse(tmp_path, "a.md", f"Kestrel Guide\n===\n\nIntro text.\n\nJoint Limits\n{underline}\n\nLimit text.\n")
+    assert page.title == "Kestrel Guide"
+    level = ("Kestrel Guide", "Joint Limits") if underline.startswith("-") else ("Joint Limits",)
+    assert [(s.heading_path, s.text) for s in page.sections] == [
+        (("Kestrel Guide",), "Intro text."), (level, "Limit text.")]
+
+
+def test_a_rule_after_a_blank_line_and_underlines_in_code_or_lists_are_no_setext_headings(tmp_path):
+    text = "# T\n\nProse.\n\n---\n\n```\ncode\n---\n```\n\n- item\n---\n\n    indented code\n    ---\n"
+    page = parse(tmp_path, "a.md", text)
+    assert [s.heading_path for s in page.sections] == [("T",)]
 
 
 def test_tables_are_kept_verbatim(tmp_path):
@@ -767,6 +821,11 @@ def test_code_tables_headings_and_html_lines_are_never_joined():
         "name | value\n--- | ---\nk | v\n\n"
         "<img src='x.png'>\nnext line\n\n    indented code\n    more code\n"
     )
+    assert join_wrapped_lines(text) == text
+
+
+def test_code_fenced_in_a_blockquote_is_never_joined_and_quote_markers_in_code_are_code():
+    text = "> ```python\n> # update the pose\n> robot.pose = msg.pose\n> x = 1\n> ```\n\n```\n> ```\nin code\n```"
     assert join_wrapped_lines(text) == text
 
 

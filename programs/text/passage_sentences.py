@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, replace
 
 from programs.text.query_terms import content_terms, term_set
+from retrievers.markdown.fences import FENCE, QUOTE_MARKERS, with_quoted_code_state
 from retrievers.passage import Passage
 
 _UNIT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])")
@@ -76,22 +77,25 @@ def scored_sentences(question: str, passages: list[Passage]) -> dict[Sentence, f
 
 
 def _units(number: int, text: str) -> list[Sentence]:
-    """The sentences, list items, table rows and code lines of passage `number`, without Markdown markup; fences
-    and table rulers dropped. A lead-in needs the items after it, a table row its table's header."""
+    """The sentences, list items, table rows and code lines (fenced or indented, in a blockquote or not) of passage
+    `number`, without Markdown markup; fences and table rulers dropped. A lead-in needs the items after it, a table
+    row its table's header."""
     units: list[Sentence] = []
-    in_code, header, in_list, lead = False, None, False, None
-    for line in text.split("\n"):
-        stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
-            in_code = not in_code
+    header, in_list, lead = None, False, None
+    lines = text.split("\n")
+    for at, (body, in_code) in enumerate(with_quoted_code_state(lines)):
+        if in_code and FENCE.match(body):
             continue
-        if in_code:
+        stripped, columns = body.strip(), body.expandtabs(4)
+        indent = len(columns) - len(columns.lstrip())
+        if in_code or (stripped and indent >= 4 and not in_list):  # a list's paragraphs are indented, not code
             if len(stripped.split()) >= MIN_CODE_WORDS:
                 units.append(Sentence(number, len(units), stripped, True))
             continue
-        if stripped.startswith("|"):
-            if _TABLE_RULER.match(stripped):
-                continue
+        if _is_ruler(body):
+            continue
+        ruled = at + 1 < len(lines) and _is_ruler(lines[at + 1])  # a table's header, its rows' bars optional
+        if stripped.startswith("|") or ("|" in stripped and (header is not None or ruled)):
             row = " | ".join(cell.strip() for cell in stripped.strip("|").split("|"))
             if header is None:
                 header = len(units)
@@ -106,7 +110,7 @@ def _units(number: int, text: str) -> list[Sentence]:
         item = _LIST_ITEM.match(stripped)
         if item and not in_list:  # a list's items need the sentence that announces it (`The states are:`)
             lead = units[-1] if units and not units[-1].code and units[-1].lead_in else None
-        in_list = bool(item)
+        in_list = bool(item) or (in_list and indent > 0)  # an unindented line after a list ends it
         needs = ((number, lead.index),) if item and lead is not None else ()
         marker = _item_marker(item)
         # The marker goes before the line is split: "1. **Gantry.** Run ..." is one item, not "1.", "Gantry." and
@@ -118,6 +122,12 @@ def _units(number: int, text: str) -> list[Sentence]:
                 marker = ""
     units = [_with_items(u, units) if u.lead_in and not u.code else _with_antecedent(u, units) for u in units]
     return [_with_code_comment(u, units) if u.code else u for u in units]
+
+
+def _is_ruler(line: str) -> bool:
+    """A table's ruler (`|---|:--:|`, `--- | ---`); a rule (`---`) has no `|`."""
+    body = QUOTE_MARKERS.sub("", line).strip()
+    return "|" in body and bool(_TABLE_RULER.match(body))
 
 
 def _item_marker(item: re.Match | None) -> str:

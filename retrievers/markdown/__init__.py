@@ -1,12 +1,13 @@
 """Read one page of a Markdown book (Docusaurus, MkDocs, mdBook or Jekyll/GitBook sources) into a `Page` of
 heading-delimited sections.
 
-Cleans what a reader never sees and keeps what they read. Common Markdown (every page): front matter goes
-(`front_matter`), HTML comments and layout HTML/JSX tags go, their inner text staying (`markup`), link definitions
-and footnote marks go (a reference link reads as its text, a footnote's note stays: `references`), heading
-attribute lists (`{ #id }`) go, the id becoming the section anchor (`headings`); HTML markup in terminal captures
-(console/shell fences) is reduced to the text the terminal shows; other fenced code blocks and tables are kept
-verbatim (`fences`); hard-wrapped prose is joined into one line per paragraph (`paragraphs`).
+Cleans what a reader never sees and keeps what they read. Common Markdown (every page): front matter, YAML or
+TOML, goes (`front_matter`), HTML comments and layout HTML/JSX tags go, their inner text staying (`markup`), link
+definitions and footnote marks go (a reference link reads as its text, a footnote's note stays: `references`),
+setext headings (`Title` over `===`) read as `# Title`, heading attribute lists (`{ #id }`) go, the id becoming
+the section anchor (`headings`); HTML markup in terminal captures (console/shell fences) is reduced to the text
+the terminal shows; other fenced code blocks and tables are kept verbatim (`fences`); hard-wrapped prose is joined
+into one line per paragraph (`paragraphs`).
 
 Each site generator's own syntax lives in its file, listed in `generators.SITE_GENERATORS`:
 - `docusaurus`: MDX imports/exports, code as JSX template literals, `:::` admonitions;

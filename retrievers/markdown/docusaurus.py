@@ -1,5 +1,6 @@
-"""Docusaurus' MDX syntax: `import`/`export` statements, code given as a JSX template literal, and `:::`
-admonitions. (JSX tags themselves, inline or spread over lines, go with the HTML tags in `markup`.)"""
+"""Docusaurus' MDX syntax: `import`/`export` statements, code given as a JSX template literal, text indented under
+a JSX tag (no code in MDX), and `:::` admonitions. (JSX tags themselves, inline or spread over lines, go with the
+HTML tags in `markup`.)"""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from retrievers.markdown.syntax import Syntax
 _MDX_STATEMENT = re.compile(r"^\s*(import|export)\s")
 # `:::tip Title` / `:::tip[Title]`; more colons nest one admonition in another (`::::info`)
 _ADMONITION = re.compile(r"^\s*:{3,}\s*(\w+)?\s*(.*)$")
+# A line that is one JSX tag, `<TabItem value="py">` or `</TabItem>`: group 1 "/" when it closes, group 2 "/" when it
+# closes itself
+_JSX_TAG_LINE = re.compile(r"^\s*<(/?)[A-Z][\w.]*(?:\s[^<>]*?)?(/?)>\s*$")
 
 
 def _fence_jsx_code(lines: list[str]) -> list[str]:
@@ -35,6 +39,20 @@ def _fence_jsx_code(lines: list[str]) -> list[str]:
     return out + (_fenced(literal) if literal is not None else [])
 
 
+def _dedent_jsx_children(lines: list[str]) -> list[str]:
+    """MDX has no indented code: the text indented under a JSX tag (`<TabItem>`'s, four spaces in) is the page's
+    prose, dedented so that it does not read as code."""
+    out: list[str] = []
+    depth, fence = 0, None
+    for line in lines:
+        fence, in_code = fence_state(line, fence)
+        tag = None if in_code else _JSX_TAG_LINE.match(line)
+        if tag and not tag.group(2):
+            depth = max(0, depth - 1 if tag.group(1) else depth + 1)
+        out.append(line.lstrip() if depth and not in_code and not tag else line)
+    return out
+
+
 def _fenced(code: list[str]) -> list[str]:
     """Code lines between fences longer than any backtick run that starts one of them."""
     runs = [len(m.group(1)) for m in (re.match(r"\s*(`+)", line) for line in code) if m]
@@ -55,6 +73,6 @@ def _admonition(line: str) -> list[str] | None:
 
 SYNTAX = Syntax(
     name="Docusaurus",
-    code_passes=(_fence_jsx_code,),
+    code_passes=(_fence_jsx_code, _dedent_jsx_children),
     markers=(_mdx_statement, _admonition),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+QUOTE_MARKERS = re.compile(r"^ {0,3}(?:>[ ]?)+")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*\{?\.?([\w+-]*)")  # any indent: fences nest in list items; group 2: language
 
 
@@ -24,6 +25,19 @@ def with_code_state(lines: list[str]) -> Iterator[tuple[str, bool]]:
     for line in lines:
         fence, in_code = fence_state(line, fence)
         yield line, in_code
+
+
+def with_quoted_code_state(lines: list[str]) -> Iterator[tuple[str, bool]]:
+    """Each line without its blockquote markers (`> `), with whether it is code: a fence opened in a blockquote is
+    read without the markers, while in a fence outside one a `> ...` line is code as written."""
+    fence, quoted = None, False
+    for line in lines:
+        markers = QUOTE_MARKERS.match(line)
+        body = line[markers.end() :] if markers and (fence is None or quoted) else line
+        if fence is None:
+            quoted = bool(markers)
+        fence, in_code = fence_state(body, fence)
+        yield body, in_code
 
 
 def outside_fences(lines: list[str]) -> Iterator[str]:

@@ -1,6 +1,9 @@
-"""A page's YAML front matter, and YAML read within a bound on its size as its aliases expand it."""
+"""A page's front matter (YAML, or Hugo's TOML), and YAML read within a bound on its size as its aliases expand
+it."""
 
 from __future__ import annotations
+
+import tomllib
 
 import yaml
 
@@ -12,23 +15,34 @@ FRONT_MATTER_MAX_CHARS = 64 * 1024
 
 
 def split_front_matter(raw: str, source: str) -> tuple[dict, str]:
-    """YAML front matter between `---` lines at the top; a broken or oversized block is an error naming the file."""
-    if not raw.startswith("---"):
-        return {}, raw
+    """Front matter at the top, YAML between `---` lines or TOML between `+++` lines; a broken or oversized block is
+    an error naming the file."""
     lines = raw.split("\n")
-    if lines[0].strip() != "---":
+    opening = lines[0].rstrip()
+    if opening not in ("---", "+++"):
         return {}, raw
+    closings = ("---", "...") if opening == "---" else ("+++",)
     for end in range(1, len(lines)):
-        if lines[end].strip() in ("---", "..."):
-            front = _parse_front_matter("\n".join(lines[1:end]), source)
+        if lines[end].strip() in closings:
+            block = "\n".join(lines[1:end])
+            if len(block) > FRONT_MATTER_MAX_CHARS:
+                raise BookFileError(source, f"front matter of {len(block):,} characters, over the "
+                                            f"{FRONT_MATTER_MAX_CHARS:,} allowed: shorten the {opening} block")
+            front = _parse_yaml(block, source) if opening == "---" else _parse_toml(block, source)
+            if not isinstance(front, dict):
+                raise BookFileError(source, "front matter is not a mapping of `key: value` lines")
             return front, "\n".join(lines[end + 1 :])
-    raise BookFileError(source, "front matter opened with --- is never closed")
+    raise BookFileError(source, f"front matter opened with {opening} is never closed")
 
 
-def _parse_front_matter(block: str, source: str) -> dict:
-    if len(block) > FRONT_MATTER_MAX_CHARS:
-        raise BookFileError(source, f"front matter of {len(block):,} characters, over the {FRONT_MATTER_MAX_CHARS:,} "
-                                    "allowed: shorten the --- block")
+def _parse_toml(block: str, source: str) -> dict:
+    try:
+        return tomllib.loads(block)
+    except tomllib.TOMLDecodeError:
+        raise BookFileError(source, "broken TOML front matter: fix or remove the +++ block") from None
+
+
+def _parse_yaml(block: str, source: str) -> object:
     try:
         front = load_bounded_yaml(block, yaml.SafeLoader, FRONT_MATTER_MAX_CHARS) or {}
     except _YamlRefused as exc:
@@ -37,8 +51,6 @@ def _parse_front_matter(block: str, source: str) -> dict:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark else ""
         raise BookFileError(source, f"broken YAML front matter{where}: fix or remove the --- block") from None
-    if not isinstance(front, dict):
-        raise BookFileError(source, "front matter is not a mapping of `key: value` lines")
     return front
 
 

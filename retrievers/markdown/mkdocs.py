@@ -26,9 +26,10 @@ _INCLUDE = re.compile(r"^[ \t]*\{\*.*\*\}[ \t]*$", re.MULTILINE)
 _SNIPPET_BLOCK = re.compile(r"^[ \t]*-{2,}8<-{2,}[ \t]*\n(?:.*\n)*?[ \t]*-{2,}8<-{2,}[ \t]*$", re.MULTILINE)
 _SNIPPET_LINE = re.compile(r"^[ \t]*-{2,}8<-{2,}.*$", re.MULTILINE)
 _BLOCK_MARKER = re.compile(r"^\s*/{3,}[ \t]*[\w-]*[ \t]*(?:\|[ \t]*(.*?))?[ \t]*$")  # `/// note | Title`, `///`
-# `!!! note "Title"`, `???+ tip`, and Material's content tabs `=== "Ubuntu"` (`===!`, `===+`)
+# `!!! note "Title"`, `???+ tip`, and Material's content tabs `=== "Ubuntu"` (`===!`, `===+`); a tab has a title,
+# and a bare `===` underlines a setext heading
 _INDENTED_ADMONITION = re.compile(
-    r'^([ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+[\w-]+)*|===[!+]?)(?:[ \t]+"(.*)")?[ \t]*$')
+    r'^([ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+[\w-]+)*|===[!+]?(?=[ \t]+"))(?:[ \t]+"(.*)")?[ \t]*$')
 
 
 def _drop_includes(text: str, page_dir: Path, book_root: Path) -> str:

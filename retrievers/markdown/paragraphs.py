@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from retrievers.markdown.fences import fence_state
+from retrievers.markdown.fences import QUOTE_MARKERS, with_quoted_code_state
 from retrievers.markdown.headings import HEADING
 
-_QUOTE_MARKERS = re.compile(r"^ {0,3}(?:>[ ]?)+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
 _BOLD_LABEL = re.compile(r"^\s*\*\*[^*]+(?::\*\*|\*\*:)")  # "**Issue**: ..." or "**Note:** ..."
 _TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
@@ -25,14 +24,11 @@ def join_wrapped_lines(text: str) -> str:
     """
     lines = text.split("\n")
     out: list[str] = []
-    fence = None
     open_depth: int | None = None  # the blockquote depth of the last line out, while the next line may continue it
     in_list = in_table = False
-    for number, line in enumerate(lines):
-        fence, in_code = fence_state(line, fence)
-        markers = _QUOTE_MARKERS.match(line)
+    for number, (line, (content, in_code)) in enumerate(zip(lines, with_quoted_code_state(lines))):
+        markers = QUOTE_MARKERS.match(line)
         depth = markers.group(0).count(">") if markers else 0
-        content = line[markers.end() :] if markers else line
         indent = len(content) - len(content.lstrip())
         in_table = not in_code and bool(content.strip()) and (in_table or bool(_TABLE_DELIMITER.match(content)))
         is_table_header = number + 1 < len(lines) and bool(_TABLE_DELIMITER.match(lines[number + 1]))

@@ -11,6 +11,7 @@ from retrievers.book_files import book_files, open_book_file
 from retrievers.markdown.fences import drop_empty_code_blocks
 from retrievers.markdown.front_matter import split_front_matter
 from retrievers.markdown.generators import SITE_GENERATORS
+from retrievers.markdown.headings import setext_as_atx
 from retrievers.markdown.markup import clean_markup, drop_html_comments
 from retrievers.markdown.page import BookFileError, Page, module_of, page_title, split_sections
 from retrievers.markdown.paragraphs import join_wrapped_lines
@@ -74,6 +75,7 @@ def readable_lines(body: str, page_dir: Path, book_root: Path) -> list[str]:
     lines = resolve_references(lines)
     for code_pass in (code_pass for syntax in SITE_GENERATORS for code_pass in syntax.code_passes):
         lines = code_pass(lines)
+    lines = setext_as_atx(lines)
     lines = drop_html_comments(lines)
     lines = clean_markup(lines, _MARKERS)
     lines = drop_empty_code_blocks(lines)
