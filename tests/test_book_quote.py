@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from programs.rag.book_quote import book_quote, quoted
+from retrievers.markdown import parse_page
 from retrievers.passage import Passage
 
 
@@ -44,3 +45,52 @@ def test_a_sentence_without_every_name_the_question_gives_is_not_quoted():
 
 def test_a_quote_is_shown_as_the_books_words():
     assert quoted("Quillon is 1.4 m tall.") == "The book says: \u201cQuillon is 1.4 m tall.\u201d"
+
+
+@pytest.mark.parametrize("question, text", [
+    ("What is a ROS 2 parameter?", "Gazebo has its own transport layer, separate from ROS 2."),
+    ("What is a topic in ROS 2?", "A node is the unit of computation in ROS 2."),
+    ("Who supplies Quillon's bumper?", "Quillon's bumper switches stop the wheels."),
+])
+def test_a_sentence_without_the_word_the_question_asks_about_is_not_quoted(question, text):
+    assert book_quote(question, [passage(text)]) is None
+
+
+@pytest.mark.parametrize("question, text", [
+    ("What is a ROS 2 parameter?", "A ROS 2 parameter is a named setting that a node reads at startup."),
+    ("What is a topic in ROS 2?", "A topic is a named bus over which ROS 2 nodes exchange messages."),
+    ("Who supplies Quillon's bumper?", "Acme Robotics supplies Quillon's bumper switches."),
+    ("Who supplies Quillon's bumper?", "The supplier of Quillon's bumper is Acme Robotics of Leeds."),
+])
+def test_a_sentence_holding_the_word_the_question_asks_about_is_quoted(question, text):
+    assert book_quote(question, [passage(text)]).text == text
+
+
+def test_a_sentence_without_the_value_a_question_asks_for_is_not_quoted():
+    assert book_quote("How tall is Quillon the teaching robot?",
+                      [passage("Quillon the teaching robot is tall enough to reach the lab benches.")]) is None
+
+
+def test_a_question_too_short_to_say_what_it_asks_gets_no_quote():
+    assert book_quote("Quillon", [passage("Quillon is 1.4 m tall and weighs 31 kg.")]) is None
+
+
+@pytest.mark.parametrize("text", [
+    "The tracker sends poses.\n\n    # Update robot position based on the received pose.\n    robot.pose = msg.pose",
+    "The tracker sends poses.\n\n\t# Update robot position based on the received pose.\n\trobot.pose = msg.pose",
+    "> ```python\n> # Update robot position based on the received pose.\n> robot.pose = msg.pose\n> ```",
+    "field | meaning\n--- | ---\npose | Update robot position based on the received pose.",
+    "See www.example.com/pose for how the robot position is updated from a received pose.",
+    "See HTTPS://example.com/pose for how the robot position is updated from a received pose.",
+])
+def test_indented_and_quoted_code_rows_without_a_leading_bar_and_bare_links_are_never_quoted(text):
+    assert book_quote("How is the robot position updated from a received pose?", [passage(text)]) is None
+
+
+@pytest.mark.parametrize("underline", ["=====", "-----"])
+def test_a_setext_heading_is_never_quoted(tmp_path, underline):
+    (tmp_path / "pose.md").write_text(f"Update the robot position from every received pose!\n{underline}\n\n"
+                                      "The tracker publishes poses at 50 Hz.\n")
+    page = parse_page(tmp_path / "pose.md", tmp_path)
+    passages = [passage(section.text) for section in page.sections]
+    assert book_quote("How is the robot position updated from a received pose?", passages) is None

@@ -8,6 +8,9 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9_.\-/]*[a-z0-9]|[a-z0-9]")
 _PARTS = re.compile(r"[./]+")
 _CASED_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]*[A-Za-z0-9]|[A-Za-z0-9]")
 _SENTENCE_END = ".!?:\"'"
+_CLITIC = re.compile(r"(?<=\w)(?:n['’]t|['’](?:s|re|ve|ll|d|m))\b")  # "Quillon's", "don't"
+_QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "where", "when", "why", "how"])
+_MODALS = frozenset(["must", "may", "might", "shall"])  # not stop words, but no word a question asks about
 STOPWORDS = frozenset(
     ["a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "explain", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "use", "used", "uses", "using", "very", "was", "way", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "tell", "describe", "mean", "means", "give", "list", "name", "kind", "type", "role", "happen", "happens", "work", "works", "get", "called", "book", "chapter", "section"]
 )
@@ -44,6 +47,38 @@ def name_terms(text: str) -> list[str]:
         if looks_named and _is_content(word.lower()):
             names.append(stem(word.lower()))
     return list(dict.fromkeys(names))
+
+
+def asked_term(question: str) -> str | None:
+    """The stemmed word a question asks about: in the first run of content words after its question word (or its
+    first run), the last that is no name ("parameter" in "What is a ROS 2 parameter?", "topic" in "What is a topic
+    in ROS 2?"), else the name ("What is Gazebo?"); right after `who`, the verb ("supply" in "Who supplies
+    Quillon's bumper?"). None for a question that is that run alone ("Quillon"): it does not say what it asks."""
+    words = _WORD.findall(_CLITIC.sub("", question).lower())  # "Quillon's bumper" is one phrase
+    asks = [at for at, word in enumerate(words) if _in_run(word)]
+    if not asks:
+        return None
+    wh = next((at for at, word in enumerate(words) if word in _QUESTION_WORDS), len(words))
+    start = next((at for at in asks if at > wh), asks[0])
+    end = next((at for at in range(start, len(words)) if not _in_run(words[at])), len(words))
+    if start == 0 and end == len(words):
+        return None
+    run = [stem(word) for word in words[start:end]]
+    if start > 0 and words[start - 1] == "who":  # who asks for the one who does it: the verb is what is asked
+        return run[0]
+    names = set(name_terms(question))
+    return next((term for term in reversed(run) if term not in names), run[-1])
+
+
+def _in_run(word: str) -> bool:
+    return _is_content(word) and word not in _MODALS
+
+
+def same_root(a: str, b: str) -> bool:
+    """Whether two stemmed words share a root `stem` leaves apart: the shorter, less a final e or y, begins the
+    longer ("supply" and "supplier", "control" and "controller"); words under 4 letters only when equal."""
+    short, long = sorted((a, b), key=len)
+    return short == long or (len(short) >= 4 and long.startswith(short[:-1] if short[-1] in "ey" else short))
 
 
 def _is_content(word: str) -> bool:
