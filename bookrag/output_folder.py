@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookrag.atomic_file import replace_folder, restore_folder
+from bookrag.atomic_file import replace_folder
 from bookrag.config import PROJECT_ROOT, Settings, nearest_existing
 from bookrag.errors import BadArgumentError
 from bookrag.json_document import read_json_file
@@ -60,11 +60,12 @@ class OutputFolder:
         self._refuse_if_unwritable()
         return self.path
 
-    def replace_whole(self, fill: Callable[[Path], None]) -> None:
-        """A whole-folder output written (`replace_folder`), after checking the folder again: it was claimed
-        before the work (hours, for a training), and files put there since would go with the swap."""
+    def replace_whole(self, fill: Callable[[Path], None], data_dir: Path | None = None) -> None:
+        """A whole-folder output written (`replace_folder`, recording the swap in `data_dir`; None: the one
+        Settings.from_env() names), after checking the folder again: it was claimed before the work (hours, for a
+        training), and files put there since would go with the swap."""
         self.check_replaceable()
-        replace_folder(self.target, fill)
+        replace_folder(self.target, fill, data_dir or Settings.from_env().data_dir)
 
     @property
     def target(self) -> Path:
@@ -76,9 +77,8 @@ class OutputFolder:
 
     def check_replaceable(self) -> None:
         """A new or empty folder, or one holding our output (and, for a whole-folder output, nothing else); never
-        a file or someone else's folder. A swap of ours that a kill interrupted is repaired first."""
+        a file or someone else's folder."""
         folder = self.target
-        restore_folder(folder)
         if not folder.exists():
             return
         if not folder.is_dir():

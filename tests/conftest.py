@@ -224,12 +224,23 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def killed_between_renames(folder: Path) -> None:
-    """Leave `folder` as a folder swap killed between its two renames does: moved aside, its successor staged."""
+def killed_between_renames(folder: Path, data_dir: Path) -> None:
+    """Leave `folder` as a folder swap recorded in `data_dir` and killed between its two renames does: moved aside,
+    its successor staged."""
     from bookrag.atomic_file import FolderSwap
 
-    swap = FolderSwap.begin(folder)
+    swap = FolderSwap.begin(folder, data_dir)
     folder.rename(swap.old)
+
+
+def killed_once_it_prints(script: str, line: str) -> None:
+    """Run the Python `script` in a fresh interpreter and kill it once it prints `line`: a run killed there."""
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == line
+        child.kill()
+    finally:
+        child.wait(timeout=30)
 
 
 def run_script(script: str, *args: str, cwd: Path, env: dict[str, str], timeout: float = 60):

@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
-from conftest import PROJECT_ROOT, FakeEmbedder, killed_between_renames, manifest_for
+from conftest import PROJECT_ROOT, FakeEmbedder, killed_between_renames, killed_once_it_prints, manifest_for
 from dspy.utils import DummyLM
 from fake_cohere import FakeCohereRerank, cohere_reranker
 
-from bookrag.atomic_file import FolderSwap
+from bookrag.atomic_file import FolderSwap, folder_to_read
 from bookrag.errors import ArtifactError
 from programs.compile.artifact import (
     MANIFEST_FILE,
@@ -32,7 +30,8 @@ from retrievers.book_index import BookIndex
 def artifact(small_index, tmp_path):
     program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
     program.gate.threshold = 0.42  # something to recognise after a reload
-    return write_artifact(program, tmp_path / "artifacts" / "small", manifest_for(small_index))
+    return write_artifact(program, tmp_path / "artifacts" / "small", manifest_for(small_index),
+                          small_index.settings.data_dir)
 
 
 def test_a_written_artifact_loads_with_its_state(small_index, artifact):
@@ -41,7 +40,7 @@ def test_a_written_artifact_loads_with_its_state(small_index, artifact):
     assert program.manifest["collection"] == small_index.collection
 
 
-def test_a_write_killed_mid_save_leaves_the_previous_artifact_intact(artifact):
+def test_a_write_killed_mid_save_leaves_the_previous_artifact_intact(small_index, artifact):
     before = {name: (artifact / name).read_bytes() for name in (PROGRAM_FILE, MANIFEST_FILE)}
     script = textwrap.dedent(f"""
         import sys, time
@@ -55,23 +54,29 @@ def test_a_write_killed_mid_save_leaves_the_previous_artifact_intact(artifact):
                 print("writing", flush=True)
                 time.sleep(60)
 
-        write_artifact(SlowProgram(), Path({str(artifact)!r}), {{"lm": "new"}})
+        write_artifact(SlowProgram(), Path({str(artifact)!r}), {{"lm": "new"}},
+                       Path({str(small_index.settings.data_dir)!r}))
     """)
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout.readline().strip() == "writing"
-        child.kill()
-    finally:
-        child.wait(timeout=30)
+    killed_once_it_prints(script, "writing")
     assert {name: (artifact / name).read_bytes() for name in before} == before
     assert read_manifest(artifact)["lm"] == "local"
 
 
-def test_a_write_killed_between_its_renames_is_restored_on_read(artifact):
-    """The one window where the folder is absent: the old copy is moved aside and the new one not yet in."""
-    killed_between_renames(artifact)
-    assert read_manifest(artifact)["lm"] == "local"
-    assert artifact.is_dir() and [p.name for p in artifact.parent.iterdir()] == [artifact.name]
+def test_a_write_killed_between_its_renames_is_read_where_it_lies_and_put_back_by_the_next_write(
+        small_index, artifact):
+    """The one window where the folder is absent: the old copy is moved aside and the new one not yet in. A reader
+    reads it there and moves nothing; the next write puts it back before its own swap."""
+    data_dir = small_index.settings.data_dir
+    killed_between_renames(artifact, data_dir)
+    left = sorted(artifact.parent.iterdir())
+    aside = folder_to_read(artifact, data_dir)
+    assert aside.name.startswith(".small.old-") and read_manifest(aside)["lm"] == "local"
+    assert sorted(artifact.parent.iterdir()) == left
+    program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
+    write_artifact(program, artifact, manifest_for(small_index, lm="openai/gpt-4o-mini"), data_dir)
+    assert read_manifest(artifact)["lm"] == "openai/gpt-4o-mini"
+    assert [p.name for p in artifact.parent.iterdir()] == [artifact.name]
+    assert list((data_dir / "swaps").iterdir()) == []  # the records of both swaps went with them
 
 
 def test_rewriting_replaces_the_artifact_and_leaves_no_staging_folders(small_index, artifact):
@@ -81,14 +86,15 @@ def test_rewriting_replaces_the_artifact_and_leaves_no_staging_folders(small_ind
     assert [p.name for p in artifact.parent.iterdir()] == [artifact.name]
 
 
-def test_the_default_artifact_is_restored_after_a_kill_between_the_renames(small_index, artifact):
-    """ask.py and evaluate.py look for artifacts/<book>/: it must come back, not silently be passed over."""
+def test_the_default_artifact_is_read_where_a_kill_between_the_renames_left_it(small_index, artifact):
+    """ask.py and evaluate.py look for artifacts/<book>/: it must be found, not silently passed over."""
     default = artifact.with_name(small_index.book_dir.name)  # artifacts/<book>/, compiled for this book
     artifact.rename(default)
-    killed_between_renames(default)
+    killed_between_renames(default, small_index.settings.data_dir)
     settings = small_index.settings.replace(artifacts_dir=artifact.parent)
-    assert default_artifact(settings, small_index.book_dir) == default
-    assert read_manifest(default)["collection"] == small_index.collection
+    found = default_artifact(settings, small_index.book_dir)
+    assert found.name.startswith(f".{default.name}.old-") and not default.exists()
+    assert read_manifest(found)["collection"] == small_index.collection
 
 
 @pytest.mark.parametrize("left", [[PROGRAM_FILE], []], ids=["program-only", "empty"])
@@ -106,11 +112,12 @@ def test_a_default_artifact_folder_without_its_manifest_is_an_error_not_passed_o
 
 def test_the_next_write_cleans_what_killed_writes_left_behind(small_index, artifact):
     """A kill between the renames leaves `.old-*` (and no artifact); a kill mid-save leaves `.writing-*`."""
-    killed_between_renames(artifact)
-    half_written = FolderSwap.begin(artifact).staging
+    data_dir = small_index.settings.data_dir
+    killed_between_renames(artifact, data_dir)
+    half_written = FolderSwap.begin(artifact, data_dir).staging
     (half_written / PROGRAM_FILE).write_text('{"generate": ')
     program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
-    write_artifact(program, artifact, manifest_for(small_index, lm="openai/gpt-4o-mini"))
+    write_artifact(program, artifact, manifest_for(small_index, lm="openai/gpt-4o-mini"), data_dir)
     assert [p.name for p in artifact.parent.iterdir()] == [artifact.name]
     assert read_manifest(artifact)["lm"] == "openai/gpt-4o-mini"
 

@@ -238,20 +238,23 @@ def artifact_left_aside(env, first_run, tmp_path) -> Path:
     manifest = {"bookrag_version": "test", "dspy_version": "test", "lm": "local", "embedder": "minilm384",
                 "collection": "book__minilm384", "book": env["BOOKRAG_BOOK"], "index_fingerprint": "0" * 16,
                 "answer_mode": "extractive"}
-    artifact = write_artifact(program, tmp_path / "artifacts" / "book", manifest)
-    killed_between_renames(artifact)
+    artifact = write_artifact(program, tmp_path / "artifacts" / "book", manifest, Path(env["BOOKRAG_DATA_DIR"]))
+    killed_between_renames(artifact, Path(env["BOOKRAG_DATA_DIR"]))
     return artifact
 
 
 @pytest.mark.parametrize("how", ["default", "--program"])
-def test_a_program_left_aside_by_a_killed_optimize_is_restored_and_used(env, artifact_left_aside, how):
-    """Not the uncalibrated program instead (default), nor "not a folder" (--program)."""
+def test_a_program_left_aside_by_a_killed_optimize_is_used_where_it_lies(env, artifact_left_aside, how):
+    """Not the uncalibrated program instead (default), nor "not a folder" (--program); and ask, a reader, moves
+    nothing (issue 49): the next optimize puts it back."""
+    left = sorted(p.name for p in artifact_left_aside.parent.iterdir())
     args = ["--program", str(artifact_left_aside)] if how == "--program" else []
     result = run_ask(env, IN_SCOPE, "--json", *args, BOOKRAG_ARTIFACTS_DIR=str(artifact_left_aside.parent))
     assert result.returncode == 1, result.stderr
     data = one_json_object(result.stdout)
     assert data["is_refusal"] and data["gate"]["calibrated"] is True
-    assert artifact_left_aside.is_dir() and [p.name for p in artifact_left_aside.parent.iterdir()] == ["book"]
+    assert f"{artifact_left_aside} was moved aside to" in result.stderr
+    assert sorted(p.name for p in artifact_left_aside.parent.iterdir()) == left
 
 
 # -- in process: the chat loop and --validate, with stub programs --------------------------------------------------

@@ -147,8 +147,9 @@ def test_compare_loads_an_artifact_on_the_same_index(workspace, capsys):
     assert compiled["false_refusal_rate"] == pytest.approx(4 / 5)
 
 
-def test_a_program_left_aside_by_a_killed_optimize_is_restored_not_rejected(workspace, capsys):
-    """An optimize killed between its two renames leaves `.<name>.old-*` and no `<name>`: --program repairs it."""
+def test_a_program_left_aside_by_a_killed_optimize_is_read_where_it_lies_not_rejected(workspace, capsys):
+    """An optimize killed between its two renames leaves `.<name>.old-*` and no `<name>`: --program reads it there,
+    and moves nothing (issue 49: only a write repairs a swap)."""
     from retrievers import BookIndex
 
     settings = Settings.from_env().replace(book_dir=workspace["book"])
@@ -160,11 +161,11 @@ def test_a_program_left_aside_by_a_killed_optimize_is_restored_not_rejected(work
                     "embedder": index.embedder.name, "collection": index.collection, "book": str(workspace["book"]),
                     "index_fingerprint": index.fingerprint(), "answer_mode": "extractive"}
     artifact = write_artifact(program, workspace["root"] / "artifacts" / "refuse-all", manifest)
-    killed_between_renames(artifact)
+    killed_between_renames(artifact, settings.data_dir)
 
     assert run_evaluate(workspace, "--program", str(artifact), "--json") == 0
     assert only_json(capsys)["refusal_recall"] == 1.0  # the artifact's gate, not zero-shot's
-    assert artifact.is_dir()
+    assert not artifact.exists() and next(artifact.parent.glob(".refuse-all.old-*")).is_dir()
 
 
 def test_without_a_program_flag_the_default_artifact_is_used_if_compiled(workspace, capsys):

@@ -79,19 +79,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the question is empty")
     if args.validate and (args.question or args.chat or args.module or args.book):
         parser.error("--validate checks the bundled book: it takes no question, --chat, --module or --book")
-    if args.program is not None:
-        from bookrag.atomic_file import restore_folder
-
-        restore_folder(args.program)  # an optimize killed between its two renames left the artifact aside
-        if not args.program.is_dir():
-            parser.error(f"--program {args.program} is not a folder")
     setup_logging(args.verbose)
 
+    from bookrag.atomic_file import folder_to_read
     from programs.compile.artifact import open_program
 
     book = BUNDLED_BOOK if args.validate else args.book
     settings = load_settings(book_dir=book, lm=args.lm, top_k=args.top_k, expand=args.expand, answer_mode=args.answer_mode)
-    program = open_program(settings, book_dir=settings.book_dir, artifact=args.program, announce=notice)
+    # An optimize killed between its two renames left the artifact aside: read there, never moved by a reader.
+    artifact = args.program and folder_to_read(args.program, settings.data_dir)
+    if artifact is not None and not artifact.is_dir():
+        parser.error(f"--program {args.program} is not a folder")
+    program = open_program(settings, book_dir=settings.book_dir, artifact=artifact, announce=notice)
     if args.module:
         program.index.retriever.check_module(args.module, "--module", str(program.index.book_dir))
     if args.validate:

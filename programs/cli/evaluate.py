@@ -44,10 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_arguments(parser, args)
-    specs = [] if args.retrieval_only else program_specs(args)
-    check_programs(parser, args, specs)
     setup_logging(args.verbose)
     settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode, top_k=args.top_k)
+    specs = [] if args.retrieval_only else programs_to_read(parser, args, settings)
     if args.semantic_f1 and settings.lm == "local":
         parser.error("--semantic-f1 needs a hosted LM judge (--lm openai/gpt-4o-mini or BOOKRAG_LM); "
                      "a small local model is not a trustworthy judge")
@@ -120,18 +119,19 @@ def check_arguments(parser: ArgumentParser, args) -> None:
         parser.error(f"--min-combined is a combined score from 0 to 1, got {args.min_combined}")
 
 
-def check_programs(parser: ArgumentParser, args, specs: list[str]) -> None:
-    """Every artifact folder named exists (after repairing a killed optimize's rename); --compare's two differ."""
-    from bookrag.atomic_file import restore_folder
+def programs_to_read(parser: ArgumentParser, args, settings) -> list[str]:
+    """The programs the flags name, each artifact folder as it is read: one an optimize killed between its two
+    renames left aside is read there (never moved by a reader). Each must exist; --compare's two differ."""
+    from bookrag.atomic_file import folder_to_read
 
+    specs = [spec if spec in (ZERO_SHOT, BASELINE) else str(folder_to_read(Path(spec), settings.data_dir))
+             for spec in program_specs(args)]
     for spec in specs:
-        if spec in (ZERO_SHOT, BASELINE):
-            continue
-        restore_folder(Path(spec))  # an optimize killed between its two renames left the artifact aside
-        if not Path(spec).is_dir():
+        if spec not in (ZERO_SHOT, BASELINE) and not Path(spec).is_dir():
             parser.error(f"program {spec} is not an artifact folder (nor zero-shot or baseline)")
     if args.compare and args.compare[0] == args.compare[1]:
         parser.error("--compare needs two different programs")
+    return specs
 
 
 def program_specs(args) -> list[str]:

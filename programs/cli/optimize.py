@@ -114,7 +114,7 @@ def compile_artifact(args, settings, out: Path, say) -> dict:
         result = compile_program(program, train, dev, optimizer, teacher_lm=teacher, progress=progress, say=say)
         dataset = dataset_record(questions_path, len(train), len(dev), synthetic)
         manifest = build_manifest(settings, index, result, optimizer, dataset, started)
-        write_artifact(result.program, out, manifest)
+        write_artifact(result.program, out, manifest, settings.data_dir)
     return manifest
 
 

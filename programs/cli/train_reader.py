@@ -118,7 +118,7 @@ def train(settings, training, out: Path, command: str, say=notice) -> dict:
                 "base_model_identity": lm.engine.identity, "books": records, "training": reader.training,
                 "command": command,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    write_reader(reader.path, manifest, out)
+    write_reader(reader.path, manifest, out, settings.data_dir)
     return manifest
 
 
@@ -134,10 +134,10 @@ def training_questions(labeled: Path, extra: Path) -> list:
     return questions + more
 
 
-def write_reader(adapter: Path, manifest: dict, out: Path) -> None:
-    """adapter.gguf and its manifest swapped in together: a killed run leaves the previous pair, whose manifest names
-    its adapter by checksum. `out` is checked again first: files put there during the training are refused, not
-    deleted, and the trained adapter is not lost."""
+def write_reader(adapter: Path, manifest: dict, out: Path, data_dir: Path | None = None) -> None:
+    """adapter.gguf and its manifest swapped in together (the swap recorded in `data_dir`): a killed run leaves the
+    previous pair, whose manifest names its adapter by checksum. `out` is checked again first: files put there
+    during the training are refused, not deleted, and the trained adapter is not lost."""
     from programs.compile.artifact import ADAPTER_FILE
 
     def fill(staging: Path) -> None:
@@ -145,7 +145,7 @@ def write_reader(adapter: Path, manifest: dict, out: Path) -> None:
         (staging / READER_OUTPUT.marker).write_text(json.dumps(manifest, indent=1) + "\n")
 
     try:
-        OutputFolder(out, READER_OUTPUT).replace_whole(fill)
+        OutputFolder(out, READER_OUTPUT).replace_whole(fill, data_dir)
     except BadArgumentError as exc:
         raise BadArgumentError(f"{exc}; the trained adapter is kept at {adapter}") from None
 

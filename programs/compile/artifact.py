@@ -13,7 +13,7 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from bookrag.atomic_file import restore_folder
+from bookrag.atomic_file import folder_to_read
 from bookrag.config import PROJECT_ROOT, Settings, book_name
 from bookrag.errors import ArtifactError
 from bookrag.file_checksum import file_sha256
@@ -99,12 +99,12 @@ def _version(package: str) -> str:
         return "unknown"
 
 
-def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
-    """Write into a fresh sibling folder, then swap it in (`OutputFolder.replace_whole`): a killed run leaves the
-    previous artifact intact, and what a killed swap left is repaired first; two runs writing the same artifact at
-    once are not supported. Only a new or empty folder or a previous artifact and nothing else is replaced: a file,
-    someone else's folder or files beside an artifact are refused (BadArgumentError). A symbolic link is written
-    through: the folder it names is replaced, the link kept.
+def write_artifact(program, out_dir: Path, manifest: dict, data_dir: Path | None = None) -> Path:
+    """Write into a fresh sibling folder, then swap it in (`OutputFolder.replace_whole`, recording the swap in
+    `data_dir`): a killed run leaves the previous artifact intact, and what a killed swap recorded there left is
+    repaired first; two runs writing the same artifact at once are not supported. Only a new or empty folder or a
+    previous artifact and nothing else is replaced: a file, someone else's folder or files beside an artifact are
+    refused (BadArgumentError). A symbolic link is written through: the folder it names is replaced, the link kept.
     """
     from programs.lm.language_model import lm_adapter
 
@@ -114,14 +114,13 @@ def write_artifact(program, out_dir: Path, manifest: dict) -> Path:
             shutil.copyfile(lm_adapter(program.lm).path, staging / ADAPTER_FILE)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
-    OutputFolder(out_dir, ARTIFACT_OUTPUT).replace_whole(fill)
+    OutputFolder(out_dir, ARTIFACT_OUTPUT).replace_whole(fill, data_dir)
     return Path(out_dir)
 
 
 def read_manifest(artifact_dir: Path) -> dict:
     artifact_dir = Path(artifact_dir)
     path = artifact_dir / MANIFEST_FILE
-    restore_folder(artifact_dir)
     if not artifact_dir.is_dir():
         raise ArtifactError(f"no compiled program at {artifact_dir}: run `python optimize.py` or check --program")
     try:
@@ -342,15 +341,15 @@ def compiled_expansion(manifest: dict) -> str:
 
 
 def default_artifact(settings: Settings, book_dir: Path) -> Path | None:
-    """`artifacts/<book>/` when a program has been compiled for this book, else None. A folder there without its
-    manifest is an error, as it is with --program: running the uncompiled program instead would hide it.
+    """`artifacts/<book>/` when a program has been compiled for this book (where an optimize killed mid-swap left
+    it aside, `folder_to_read`), else None. A folder there without its manifest is an error, as it is with
+    --program: running the uncompiled program instead would hide it.
 
     The folder is named after the book's folder, so it may hold a program compiled for another book of the same
     name: that one is not this book's program (its demos and refusal gate were fitted to other text), so it is
     passed over with a warning, as if none had been compiled; an explicit --program for another book is an error.
     """
-    default = settings.artifacts_dir / book_name(book_dir)
-    restore_folder(default)
+    default = folder_to_read(settings.artifacts_dir / book_name(book_dir), settings.data_dir)
     if not default.exists():
         return None
     if not (default / MANIFEST_FILE).exists():  # a FIFO or a folder there is named as such by read_manifest
