@@ -107,7 +107,7 @@ def test_the_finetune_optimizer_without_its_settings_writes_nowhere(tmp_path, mo
 def test_no_training_default_is_written_outside_the_settings():
     """No `epochs` or `bootstrap` of its own in the optimizer's settings, the targets or any call in programs/."""
     assert not {"epochs", "bootstrap"} & {f.name for f in dataclasses.fields(OptimizerSettings)}
-    assert inspect.signature(reader_targets).parameters["bootstrap"].default is inspect.Parameter.empty
+    assert inspect.signature(reader_targets).parameters["replies"].default is inspect.Parameter.empty
     found = []
     for path in (PROJECT_ROOT / "programs").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

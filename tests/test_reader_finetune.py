@@ -13,11 +13,9 @@ pytest.importorskip("torch")  # the adapters below are written as training write
 pytest.importorskip("gguf")
 
 from conftest import manifest_for
-from dspy.utils import DummyLM
-from tiny_book import generated
 from tiny_qwen2 import lora_with_updates
 
-from bookrag.config import REFUSAL_MESSAGE, Settings
+from bookrag.config import Settings
 from bookrag.errors import ArtifactError
 from bookrag.questions import Question
 from programs.compile.artifact import (
@@ -32,7 +30,7 @@ from programs.compile.artifact import (
 from programs.compile.compiler import CompileResult
 from programs.compile.finetune import finetune_messages, held_out_split
 from programs.compile.optimizers import OptimizerSettings
-from programs.compile.reader_targets import NO_PASSAGE, reader_target
+from programs.compile.reader_targets import plan_target, reader_target
 from programs.lm.chat_adapter import BookChatAdapter
 from programs.lm.language_model import lm_adapter, make_lm, with_adapter
 from programs.lm.reader_adapter import ReaderAdapter
@@ -44,46 +42,9 @@ TALL = Question("q1", "How tall is Quillon the teaching robot?", True, ("intro.m
                 "Quillon is 1.4 m tall.", "factual", style="book-words")
 
 
-def test_a_must_refuse_question_is_taught_the_refusal(make):
-    target = reader_target(make(), Question("r1", "What is the retail price of Quillon?", False), bootstrap=False)
-    assert target.source == "refusal"
-    assert target.outputs == {"reasoning": NO_PASSAGE, "answer": REFUSAL_MESSAGE, "citations": [],
-                              "answerable": False}
-
-
-def test_a_question_whose_context_holds_its_facts_is_taught_the_reference_quoting_the_fact(make):
-    target = reader_target(make(), TALL, bootstrap=False)
-    assert target.source == "reference" and target.style == "book-words"
-    passage = int(target.outputs["reasoning"].split()[1])
-    assert target.outputs["reasoning"].startswith(f'Passage {passage} states "') and "1.4 m" in target.outputs["reasoning"]
-    assert len(target.outputs["reasoning"].split()) <= 13
-    assert target.outputs["answer"] == "Quillon is 1.4 m tall." and target.outputs["citations"] == [passage]
-    assert "1.4 m" in target.inputs["context"].split(f"[{passage}]")[1]
-
-
-def test_an_answerable_question_whose_context_lacks_every_fact_is_taught_to_refuse(make):
-    lacking = Question("q2", "How tall is Quillon the teaching robot?", True, ("intro.md",), ("2.7 m",), "It is 2.7 m.")
-    target = reader_target(make(), lacking, bootstrap=False)
-    assert target.source == "missing" and target.outputs["answerable"] is False
-
-
-def test_a_question_whose_context_holds_only_some_facts_is_left_out(make):
-    partly = Question("q3", "How tall is Quillon the teaching robot?", True, ("intro.md",), ("1.4 m", "2.7 m"), "x")
-    assert reader_target(make(), partly, bootstrap=False) is None
-
-
-@pytest.mark.parametrize("reply, source", [("Quillon stands 1.4 m tall.", "bootstrapped"),
-                                           ("Quillon is 2 m tall.", "reference")])
-def test_the_programs_own_reply_is_kept_only_when_it_states_every_fact(make, reply, source):
-    program = make(lm=DummyLM([generated(answer=reply)]))
-    target = reader_target(program, TALL, bootstrap=True)
-    assert target.source == source
-    assert target.outputs["answer"] == (reply if source == "bootstrapped" else TALL.reference_answer)
-
-
 def test_an_example_is_the_chat_the_program_sends_ending_with_the_reply(make):
     program = make()
-    target = reader_target(program, TALL, bootstrap=False)
+    target = reader_target(program, plan_target(program, TALL, "tiny", 0), "tiny", None)
     messages = finetune_messages(program, target)
     sent = BookChatAdapter().format(program.generate.predict.signature, [], target.inputs)
     assert messages[:-1] == sent and messages[-1]["role"] == "assistant"

@@ -1,6 +1,6 @@
-"""One door to what the reader reads: `BookRAG.reader_inputs`. A training target and a labeled demo show the model
-the very inputs `forward` sends for the same question, whole passages or compact; another `order` renumbers the
-passage blocks and their sentences together."""
+"""One door to what the reader reads: `BookRAG.reader_inputs`. A labeled demo shows the model the very inputs
+`forward` sends for the same question, whole passages or compact, and a training target the same with its passage
+blocks in another order; an `order` renumbers the blocks and their sentences together."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tiny_book import generated, pin_gate
 
 from bookrag.questions import Question
 from programs.compile.optimizers import labeled_demos
-from programs.compile.reader_targets import reader_target
+from programs.compile.reader_targets import plan_target, reader_target
 from programs.rag.book_rag import BookRAG
 from programs.rag.context import LOCAL_CONTEXT_WORDS
 
@@ -47,8 +47,23 @@ def sent_by_forward(program, question: Question) -> dict:
     return calls.inputs[0]
 
 
-def test_a_training_target_reads_what_forward_sends(program):
-    assert reader_target(program, TALL, bootstrap=False).inputs == sent_by_forward(program, TALL)
+def best_first(context: str, order) -> str:
+    """A context shown in `order`, its blocks put back under their retrieval numbers, best first."""
+    blocks = {}
+    for block in context.split("\n\n"):
+        shown, rest = block[1:].split("] ", 1)
+        blocks[order[int(shown) - 1]] = f"[{order[int(shown) - 1]}] {rest}"
+    return "\n\n".join(blocks[n] for n in sorted(blocks))
+
+
+def test_a_training_target_reads_what_forward_sends_its_blocks_in_another_order(program):
+    sent = sent_by_forward(program, TALL)
+    plans = [plan_target(program, TALL, "tiny", seed) for seed in range(12)]
+    plans = [plan for plan in plans if plan.source != "distractors"]  # those read other passages, on purpose
+    assert {plan.order for plan in plans} != {(1, 2, 3)}
+    for plan in plans:
+        target = reader_target(program, plan, "tiny", None)
+        assert {**target.inputs, "context": best_first(target.inputs["context"], plan.order)} == sent
 
 
 def test_a_labeled_demo_reads_what_forward_sends(program):

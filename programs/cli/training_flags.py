@@ -28,8 +28,9 @@ def add_training_arguments(parser: ArgumentParser, prefix: str = "") -> None:
                         help=f"{prefix}run the frozen lower layers with int8 weights: faster where the CPU has no "
                              "bfloat16, less exact (benchmarks/frozen_precision.py) (default: off)")
     parser.add_argument("--bootstrap", action=BooleanOptionalAction, default=defaults.bootstrap,
-                        help=f"{prefix}targets from the model's own right replies where it has them (one LM call per "
-                             "question whose passages hold its answer); --no-bootstrap: from the reference answers "
+                        help=f"{prefix}answer targets in the model's own words where its reply is right, or right with "
+                             "the answer as a hint (one or two LM calls per question whose passages hold its answer, "
+                             "kept in a reply file); --no-bootstrap: from the reference answers, no LM call "
                              f"(default {'--bootstrap' if defaults.bootstrap else '--no-bootstrap'})")
 
 

@@ -1,7 +1,8 @@
 """Which training targets a run of limited length learns from: every kind of question in turn, so the rarer kinds
 (paraphrases, multi-part, follow-ups: the reader's own words) are not drowned by the common ones, and refusals in
-proportion, the near-miss ones (an answerable question whose passages lack its facts: what the gate cannot catch) as
-many as the must-refuse ones. Seeded: the same targets give the same choice."""
+proportion, the near-miss ones (an answerable question whose passages lack its facts: what the gate cannot catch) and
+the distractor ones (its passages with the facts left out) as many as the must-refuse ones. Seeded: the same targets
+give the same choice."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import random
 from collections import defaultdict
 
 REFUSAL_SHARE = 0.3  # of a limited run's targets: enough to keep refusing, too few to teach refusing answerable ones
-REFUSAL_SOURCES = ("missing", "refusal")  # near-miss first: it is taken first when the two cannot be even
+# The targets that teach the refusal: near-miss (the passages lack the facts), distractors (the passages holding them
+# left out) and must-refuse, in that order: the first is taken first when they cannot be even.
+REFUSAL_SOURCES = ("missing", "distractors", "refusal")
 
 
 def choose_targets(targets: list, limit: int | None, seed: int) -> list:

@@ -1,8 +1,10 @@
 """`ReaderFinetune`: DSPy's BootstrapFinetune for the local reader, trained on the CPU.
 
-It writes a reply for every training question (programs/compile/reader_targets.py: the program's own right replies,
-reference answers, refusals), renders each as the exact chat the program sends llama.cpp, trains a LoRA adapter
-on the replies (programs/train/), and returns the program answering through the packaged model with that adapter.
+It plans a prompt for every training question as RAFT does (programs/compile/reader_targets.py: passages shuffled,
+refusals among distractors), chooses the examples of a limited run, writes their replies (the reader's own right
+replies, kept in a reply file so that each prompt is asked once; hinted ones; reference answers; refusals), renders
+each as the exact chat the program sends llama.cpp, trains a LoRA adapter on the replies (programs/train/), and
+returns the program answering through the packaged model with that adapter.
 Training starts from the adapter the student already answers with (the shipped reader, by default), so a book's
 own compile trains on top of it.
 """
@@ -26,7 +28,8 @@ from bookrag.questions import Question
 from programs.compile.artifact import ADAPTER_FILE, project_relative
 from programs.compile.example_choice import choose_targets
 from programs.compile.finetune_settings import FinetuneSettings
-from programs.compile.reader_targets import ReaderTarget, reader_targets
+from programs.compile.reader_replies import ReplyFile
+from programs.compile.reader_targets import ReaderTarget, plan_targets, reader_targets
 from programs.lm.chat_adapter import REPLY_END, BookChatAdapter
 from programs.lm.language_model import LocalLM, lm_adapter, with_adapter
 from programs.lm.llama_cpp_engine import LlamaCppEngine
@@ -36,48 +39,66 @@ from programs.train.cpu import cpu_description, training_precision
 HELD_OUT_SHARE = 0.1  # of the training examples, held out for early stopping (at least 8)
 # Room the training needs: the frozen layers' outputs (1-3 MB an example), two checkpoints, the adapter.
 TRAINING_SPACE = 2_000 * MB
+REPLIES_FILE = "replies.jsonl"  # a book's compile keeps the reader's replies to its training prompts here
 
 
 class ReaderFinetune:
     def __init__(self, settings: FinetuneSettings, folder: str | Path, progress: bool | None = None, *,
-                 say: Callable[[str], None]):
+                 say: Callable[[str], None], replies_file: str | Path | None = None):
+        """`replies_file`: where the base reader's replies to the training prompts are kept (`ReplyFile`); default
+        `<folder>/replies.jsonl`."""
         self.settings, self.folder, self.progress, self.say = settings, Path(folder), progress, say
+        self.replies_file = Path(replies_file) if replies_file is not None else self.folder / REPLIES_FILE
 
     def compile(self, student, trainset: list[Question]):
         """A copy of `student` answering with a LoRA adapter trained on `trainset` (`<folder>/adapter.gguf`); its
         LM's adapter carries the record of the training, for the manifest (`lm_adapter`)."""
         compiled = student.deepcopy()
-        compiled.lm = with_adapter(student.lm, self.fit([(student, trainset)]))
+        compiled.lm = with_adapter(student.lm, self.fit([("book", student, trainset)]))
         return compiled
 
-    def fit(self, books: list[tuple[object, list[Question]]]) -> ReaderAdapter:
-        """Train one adapter on the questions of several books, each with its own program (its own index), and
-        write it to `<folder>/adapter.gguf`; return it with the record of its training. Every program must answer
-        through the same local model and adapter."""
+    def targets(self, books: list[tuple[str, object, list[Question]]]) -> tuple[list[tuple[str, object, ReaderTarget]],
+                                                                                 int]:
+        """(book name, program, target) of each chosen example of every book (`choose_targets`), the answers' replies taken from
+        the reply file or asked for and saved there; and how many prompts were planned. `books`: (name, program,
+        questions); every program must answer through the same local model and adapter."""
+        lm = _one_local_lm(program for _, program, _ in books)
+        plan = self.settings.plan
+        planned = [(name, program, p) for name, program, questions in books
+                   for p in plan_targets(program, questions, name, plan.seed, self.progress)]
+        chosen = {id(p) for p in choose_targets([p for _, _, p in planned], plan.examples, plan.seed)}
+        replies = ReplyFile(self.replies_file, lm.engine.identity) if self.settings.bootstrap else None
+        targets = []
+        for name, program, _ in books:
+            plans = [p for book, _, p in planned if book == name and id(p) in chosen]
+            targets += [(name, program, t) for t in reader_targets(program, plans, name, replies, self.progress)]
+        if replies is not None:
+            self.say(f"Replies: {replies.asked} asked of the reader now, the rest read from {replies.path}")
+        return targets, len(planned)
+
+    def fit(self, books: list[tuple[str, object, list[Question]]]) -> ReaderAdapter:
+        """Train one adapter on the questions of several books, each with its name and its own program (its own
+        index), and write it to `<folder>/adapter.gguf`; return it with the record of its training. Every program
+        must answer through the same local model and adapter."""
         from programs.train.adapter_file import write_adapter
         from programs.train.trainer import LoraTrainer
 
         started = time.perf_counter()
-        lms = {lm.engine.identity: lm for lm in (_local_lm(program) for program, _ in books)}
-        if len(lms) != 1:
-            raise ConfigError("the books' programs answer through different models or adapters: train them with one "
-                              "BOOKRAG_LOCAL_MODEL and BOOKRAG_LOCAL_ADAPTER")
-        lm = lms.popitem()[1]
+        lm = _one_local_lm(program for _, program, _ in books)
         engine, base = lm.engine, lm_adapter(lm)
         require_free(self.folder, TRAINING_SPACE)
-        written = [(book, program, target) for book, (program, questions) in enumerate(books)
-                   for target in reader_targets(program, questions, self.settings.bootstrap, self.progress)]
-        targets = choose_targets([t for _, _, t in written], self.settings.plan.examples, self.settings.plan.seed)
-        chosen = {id(t) for t in targets}
-        messages = {f"{book}:{target.id}": finetune_messages(program, target) for book, program, target in written
-                    if id(target) in chosen}
+        chosen, planned = self.targets(books)
+        targets = [t for _, _, t in chosen]
+        messages = {f"{name}:{t.id}": finetune_messages(program, t) for name, program, t in chosen}
         train, held_out = held_out_split(_examples(engine, messages), self.settings.plan.seed)
         if not train:
             raise DatasetError("no training question gave a reply to learn (answerable ones need key facts and a "
                                "reference answer, and must-refuse ones are taught the refusal): add questions")
         decoder = self._decoder(engine, base)
+        places = fact_places(targets)
         self.say(f"Training the reader on {len(train)} examples (held out for early stopping: {len(held_out)}); "
-                 f"targets: {_sources(targets)} (chosen from {len(written)})")
+                 f"targets: {_sources(targets)} (chosen from {planned}); the first key fact's passage, best-first "
+                 f"{places['best_first']} -> shown {places['shown']}")
         # The frozen layers' outputs and the checkpoint belong to this base model (and adapter).
         work = self.folder / "training" / hashlib.sha256(engine.identity.encode()).hexdigest()[:12]
         with disk_full_is_an_error(self.folder):
@@ -88,8 +109,9 @@ class ReaderFinetune:
             # The settings it ran with: the LoRA's shape is the base adapter's when it goes on from one.
             **dataclasses.replace(self.settings, lora=decoder.lora.config).as_dict(),
             "data_sha256": hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest(),
-            "targets": len(targets), "targets_written": len(written), "sources": _counts(t.source for t in targets),
+            "targets": len(targets), "targets_planned": planned, "sources": _counts(t.source for t in targets),
             "styles": _counts(t.style or ("must-refuse" if t.source == "refusal" else "other") for t in targets),
+            "fact_passage": places,
             **record.as_dict(), "minutes": round((time.perf_counter() - started) / 60, 1),
             "cpu": cpu_description(), "precision": str(decoder.dtype).removeprefix("torch."),
         })
@@ -153,10 +175,25 @@ def _examples(engine: LlamaCppEngine, messages: dict[str, list[dict[str, str]]])
     return shared_prefix([training_example(engine, example_id, chat) for example_id, chat in messages.items()])
 
 
-def _local_lm(program) -> LocalLM:
-    if not isinstance(program.lm, LocalLM):
-        raise ConfigError("the finetune optimizer trains the local model: set BOOKRAG_LM=local (or --lm local)")
-    return program.lm
+def _one_local_lm(programs) -> LocalLM:
+    """The local LM every program answers through (ConfigError for a hosted one, or for two models or adapters)."""
+    lms = {}
+    for program in programs:
+        if not isinstance(program.lm, LocalLM):
+            raise ConfigError("the finetune optimizer trains the local model: set BOOKRAG_LM=local (or --lm local)")
+        lms[program.lm.engine.identity] = program.lm
+    if len(lms) != 1:
+        raise ConfigError("the books' programs answer through different models or adapters: train them with one "
+                          "BOOKRAG_LOCAL_MODEL and BOOKRAG_LOCAL_ADAPTER")
+    return lms.popitem()[1]
+
+
+def fact_places(targets: list[ReaderTarget]) -> dict[str, dict[int, int]]:
+    """How many answer targets have their first key fact in passage 1, 2, ...: best-first (as retrieved) and as
+    shown (the training's order)."""
+    places = [t.fact_passage for t in targets if t.fact_passage is not None]
+    return {"best_first": dict(sorted(Counter(b for b, _ in places).items())),
+            "shown": dict(sorted(Counter(s for _, s in places).items()))}
 
 
 def _sources(targets: list[ReaderTarget]) -> str:

@@ -19,9 +19,10 @@ class FinetuneSettings:
 
     lora: LoraConfig = field(default_factory=LoraConfig)
     plan: TrainingPlan = field(default_factory=TrainingPlan)
-    # Targets from the labels; True: the program's own right replies where it has them, one LM call a question
-    # (about 15 s each on 2 cores: docs/decisions.md).
-    bootstrap: bool = False
+    # Answer targets in the reader's own words where it gives a right reply (or one with the answer as a hint): one or
+    # two LM calls a question (10-15 s each on 2 cores), kept in a reply file so that each prompt is asked once.
+    # False: reference answers alone, no LM call.
+    bootstrap: bool = True
 
     def as_dict(self) -> dict:
         return {"lora": self.lora.as_dict(), "plan": self.plan.as_dict(), "bootstrap": self.bootstrap}
