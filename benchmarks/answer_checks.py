@@ -64,7 +64,7 @@ def generated_answer(program, q, query: str, passages) -> str | None:
 
 def _claims_unsupported(question: str, answer: str, passages, history) -> bool:
     # what `grounded_citations` refuses: a claim that no retrieved passage holds, whatever the answer cites
-    return not check_claims(answer, [p.cited_text for p in passages], question=question).supported
+    return not check_claims(answer, [p.text_with_heading for p in passages], question=question).supported
 
 
 CHECKS = ((RefusalReason.UNSUPPORTED_CLAIM, _claims_unsupported), *CONTENT_CHECKS)

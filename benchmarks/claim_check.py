@@ -53,16 +53,16 @@ def main() -> None:
             for q in rows:
                 pred = program(question=q.question, history=q.history)
                 if q.answerable and q.reference_answer:
-                    gold = [p.cited_text for p in pred.passages if p.source in q.gold_sources]
+                    gold = [p.text_with_heading for p in pred.passages if p.source in q.gold_sources]
                     if gold:
                         check = check_claims(q.reference_answer, gold)
                         reference.append(check.supported)
-                        retrieved.append(check_claims(q.reference_answer, [p.cited_text for p in pred.passages]).supported)
+                        retrieved.append(check_claims(q.reference_answer, [p.text_with_heading for p in pred.passages]).supported)
                         if args.show and not check.supported:
                             print(f"  reference {q.id}: {check.unsupported}")
                 if pred.is_refusal:
                     continue
-                check = check_claims(pred.answer, [pred.passages[n - 1].cited_text for n in pred.citations])
+                check = check_claims(pred.answer, [pred.passages[n - 1].text_with_heading for n in pred.citations])
                 extractive.append(check.supported)
                 if args.show and not check.supported:
                     print(f"  extractive {q.id}: {check.unsupported}")

@@ -59,7 +59,7 @@ def main() -> None:
             if question.answerable and not right:
                 continue  # a wrong answer to an answerable question: neither a cost nor a catch
             verdicts = {
-                "claim check": grounded_citations(answer, [selection.cited_text], [1], question.question) is None,
+                "claim check": grounded_citations(answer, [selection.text_with_heading], [1], question.question) is None,
                 "whole chain": not check_answer(question.question, answer, [1], [selection]).passed,
             }
             answered["right" if right else "must refuse"] += 1

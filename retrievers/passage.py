@@ -23,7 +23,7 @@ class Passage:
     rerank_score: float | None = None  # the reranker's relevance to the query (0 to 1), when one reranked it
 
     @property
-    def cited_text(self) -> str:
+    def text_with_heading(self) -> str:
         """What a citation of this passage vouches for: its text with its title and heading."""
         return f"{self.title} {self.heading} {self.text}"
 

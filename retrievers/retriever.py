@@ -96,7 +96,7 @@ class QdrantRetriever:
 
     def reranked(self, query: str, passages: list[Passage], k: int) -> list[Passage]:
         """The reranker's top k of `passages`, its relevance the ranking `score` of each (and its `rerank_score`)."""
-        relevance = self.reranker.scores(query, [p.cited_text for p in passages])
+        relevance = self.reranker.scores(query, [p.text_with_heading for p in passages])
         scored = [dataclasses.replace(p, score=s, rerank_score=s) for p, s in zip(passages, relevance, strict=True)]
         return sorted(scored, key=rank_key)[:k]
 

@@ -286,14 +286,14 @@ def test_the_searchs_top_20_are_reranked_to_k_in_score_order(long_index):
     passages = long_index.retriever.search(question, k=3)
 
     (body,) = fake.reranks  # one rerank call a search
-    assert body["query"] == question and body["documents"] == [p.cited_text for p in first_stage]
+    assert body["query"] == question and body["documents"] == [p.text_with_heading for p in first_stage]
     assert len(body["documents"]) == RERANK_CANDIDATES == 20
     kept = {p.id for p in passages}
     assert len(kept) == 3 and kept < {p.id for p in first_stage}
-    assert min(p.score for p in passages) >= max(relevance(question, p.cited_text) for p in first_stage
+    assert min(p.score for p in passages) >= max(relevance(question, p.text_with_heading) for p in first_stage
                                                  if p.id not in kept)
     assert [p.score for p in passages] == [p.rerank_score for p in passages] == sorted(
-        (relevance(question, p.cited_text) for p in first_stage), reverse=True)[:3]
+        (relevance(question, p.text_with_heading) for p in first_stage), reverse=True)[:3]
     assert passages[0].source == "gripper-2.md"  # the one passage with all the question's words
 
 

@@ -191,7 +191,7 @@ def _absent(retriever, question: str, words: set[str], k: int) -> bool:
     names the topic: the book does not state what the question asks."""
     passages = retriever.search(question, k=k)
     asked_for = {term for w in words for term in content_terms(w)}
-    if any(asked_for & term_set(p.cited_text) for p in passages):
+    if any(asked_for & term_set(p.text_with_heading) for p in passages):
         return False
     asked = asked_value(question)
     topic = set(content_terms(question)) - asked_for

@@ -56,7 +56,7 @@ def selection_answer(program, question: str, selection: Passage, reply: dspy.Pre
     # A number, version or name the selection does not hold came from memory. Only this check: on the train and
     # dev selections, the subject and content checks also refused two right answers (benchmarks/selection_checks.py;
     # docs/results.md, 2026-11-25).
-    if mode == ResponseMode.GENERATED and grounded_citations(answer, [selection.cited_text], [1], question) is None:
+    if mode == ResponseMode.GENERATED and grounded_citations(answer, [selection.text_with_heading], [1], question) is None:
         return refusal_prediction(SELECTION_REFUSAL_MESSAGE, RefusalReason.UNSUPPORTED_CLAIM, question, [], {}, timing)
     return dspy.Prediction(answer=answer, citations=[], passages=[], is_refusal=False, refusal_reason=None,
                            confidence="low", mode=mode, query=question, gate={}, **timing)

@@ -37,7 +37,7 @@ class AnswerCheck:
 
 
 def _code_unsupported(question: str, answer: str, passages: list[Passage], history: Sequence[dict]) -> bool:
-    return bool(unsupported_code(answer, [p.cited_text for p in passages]))
+    return bool(unsupported_code(answer, [p.text_with_heading for p in passages]))
 
 
 def _value_off_subject(question: str, answer: str, passages: list[Passage], history: Sequence[dict]) -> bool:
@@ -45,7 +45,7 @@ def _value_off_subject(question: str, answer: str, passages: list[Passage], hist
 
 
 def _content_unsupported(question: str, answer: str, passages: list[Passage], history: Sequence[dict]) -> bool:
-    return content_support(answer, question, [p.cited_text for p in passages]) < MIN_CONTENT_SUPPORT
+    return content_support(answer, question, [p.text_with_heading for p in passages]) < MIN_CONTENT_SUPPORT
 
 
 def _asked_value_missing(question: str, answer: str, passages: list[Passage], history: Sequence[dict]) -> bool:
@@ -72,7 +72,7 @@ def check_answer(question: str, answer: str, citations: list[int], passages: lis
         return AnswerCheck([], RefusalReason.MODEL)
     if not generated:
         return AnswerCheck(citations) if citations else AnswerCheck([], RefusalReason.NO_CITATION)
-    grounded = grounded_citations(answer, [p.cited_text for p in passages], citations, question)
+    grounded = grounded_citations(answer, [p.text_with_heading for p in passages], citations, question)
     if grounded is None:  # a number, version or name no retrieved passage holds: memory, or a guess
         return AnswerCheck([], RefusalReason.UNSUPPORTED_CLAIM)
     if not grounded:  # cited nothing, and states no number, version or name that would say which passage to cite

@@ -76,7 +76,7 @@ def gate_features(question: str, passages: list[Passage]) -> dict[str, float]:
     terms = content_terms(question)
     # The retriever's own order; passages merged from several searches (query expansion) are re-ranked by it.
     ranked = sorted(passages, key=rank_key)
-    full_texts = [p.cited_text for p in ranked]
+    full_texts = [p.text_with_heading for p in ranked]
     texts = [term_set(text) for text in full_texts]
     top3 = set().union(*texts[:3]) if texts else set()
     asked = asked_value(question)
