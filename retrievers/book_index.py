@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Self
 
 from bookrag.config import Settings
+from retrievers.backends import make_embedder, make_reranker, open_store
 from retrievers.book_state import BookSnapshot
-from retrievers.embedder import Embedder, make_embedder
+from retrievers.embedder import Embedder
 from retrievers.indexer import Indexer, IngestReport, check_same_book, collection_name, legacy_collection_name
-from retrievers.reranker import Reranker, make_reranker
+from retrievers.reranker import Reranker
 from retrievers.retriever import QdrantRetriever
-from retrievers.store import VectorStore, open_store
+from retrievers.store import VectorStore
 
 log = logging.getLogger(__name__)
 SKIPPED_NAMED = 3  # files skipped with errors named after an ingest that ask, evaluate or optimize runs

@@ -1,10 +1,8 @@
-"""What a reranker offers, and the factory that picks one from the settings."""
+"""What a reranker offers (retrievers/backends.py picks one from the settings)."""
 
 from __future__ import annotations
 
 from typing import Protocol
-
-from bookrag.config import Settings
 
 
 class Reranker(Protocol):
@@ -20,22 +18,6 @@ def is_relevance(score) -> bool:
     """Whether `score` is what a reranker gives: a relevance from 0 to 1 (JSON's `true` is none; NaN compares
     false)."""
     return type(score) in (int, float) and 0 <= score <= 1
-
-
-def make_reranker(settings: Settings, cached: bool = True) -> Reranker | None:
-    """The configured reranker (None: `BOOKRAG_RERANKER=none`, or `auto` without a Cohere key), wrapped in the
-    on-disk cache unless `cached=False`."""
-    if settings.reranker_kind == "none":
-        return None
-    from retrievers.cohere_reranker import CohereReranker
-
-    reranker = CohereReranker(api_key=settings.cohere_api_key, model=settings.cohere_rerank_model,
-                              timeout=settings.cohere_timeout)
-    if not cached:
-        return reranker
-    from retrievers.rerank_cache import CachedReranker
-
-    return CachedReranker(reranker, settings.embedding_cache_path)
 
 
 def reranker_record(reranker: Reranker | None) -> dict | None:

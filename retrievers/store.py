@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from bookrag.config import SearchMode, Settings
+from bookrag.config import SearchMode
 
 DENSE, SPARSE = "dense", "bm25"
 RRF_K = 60  # the usual reciprocal-rank-fusion constant, the same for both back ends
@@ -83,14 +83,3 @@ class VectorStore(Protocol):
     def flush(self) -> None: ...
 
     def close(self) -> None: ...
-
-
-def open_store(settings: Settings, collection: str) -> VectorStore:
-    """The configured back end: a Qdrant server when QDRANT_URL/QDRANT_HOST is set, else the embedded engine."""
-    if settings.store_kind == "server":
-        from retrievers.server_store import ServerStore
-
-        return ServerStore.connect(settings, collection)
-    from retrievers.edge_store import EdgeStore
-
-    return EdgeStore(settings.store_dir, collection)

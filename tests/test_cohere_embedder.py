@@ -22,8 +22,8 @@ from fake_cohere import (
 
 from bookrag.config import Secret, Settings
 from bookrag.errors import ConfigError, EmbeddingError, ExitCode
+from retrievers.backends import make_embedder
 from retrievers.cohere_embedder import CohereEmbedder
-from retrievers.embedder import make_embedder
 from retrievers.embedding_cache import CachedEmbedder
 
 

@@ -30,10 +30,10 @@ from bookrag.errors import ConfigError, ExitCode, RetrievalError
 from bookrag.questions import Question
 from programs.rag.book_rag import BookRAG
 from programs.refusal.calibration import calibrate_gate
+from retrievers.backends import make_reranker
 from retrievers.book_index import BookIndex
 from retrievers.cohere_reranker import CohereReranker
 from retrievers.rerank_cache import CachedReranker
-from retrievers.reranker import make_reranker
 from retrievers.retriever import RERANK_CANDIDATES
 
 # -- the API calls ----------------------------------------------------------------------------------------------

@@ -231,7 +231,7 @@ KILL_DRIVER = textwrap.dedent("""
     from conftest import FakeEmbedder
     from bookrag.config import Settings
     from retrievers.book_index import BookIndex
-    from retrievers.embedder import make_embedder
+    from retrievers.backends import make_embedder
 
     class Announcing:
         \"\"\"The configured embedder (MiniLM), slowed down and announcing each batch like the fake one.\"\"\"

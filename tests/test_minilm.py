@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bookrag.config import Settings
+from retrievers.backends import make_embedder
 from retrievers.book_index import BookIndex
-from retrievers.embedder import make_embedder
 from retrievers.embedding_cache import CachedEmbedder
 from retrievers.minilm_embedder import MiniLMEmbedder
 

@@ -13,9 +13,10 @@ from qdrant_client import QdrantClient
 
 from bookrag.config import Secret, Settings
 from bookrag.errors import StoreError
+from retrievers.backends import open_store
 from retrievers.edge_store import EdgeStore
 from retrievers.server_store import ServerStore
-from retrievers.store import Sparse, StoredPoint, StoreQuery, open_store
+from retrievers.store import Sparse, StoredPoint, StoreQuery
 
 DIM = 4
 
