@@ -2,6 +2,6 @@
 
 from retrievers.book_index import BookIndex
 from retrievers.passage import Passage
-from retrievers.retriever import QdrantRetriever
+from retrievers.retriever import QdrantRetriever, Retriever
 
-__all__ = ["BookIndex", "Passage", "QdrantRetriever"]
+__all__ = ["BookIndex", "Passage", "QdrantRetriever", "Retriever"]

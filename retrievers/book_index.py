@@ -13,7 +13,7 @@ from retrievers.book_state import BookSnapshot
 from retrievers.embedder import Embedder
 from retrievers.indexer import Indexer, IngestReport, check_same_book, collection_name, legacy_collection_name
 from retrievers.reranker import Reranker
-from retrievers.retriever import QdrantRetriever
+from retrievers.retriever import QdrantRetriever, Retriever
 from retrievers.store import VectorStore
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ class BookIndex:
             legacy.close()
 
     @property
-    def retriever(self) -> QdrantRetriever:
+    def retriever(self) -> Retriever:
         if self._retriever is None:
             self._retriever = QdrantRetriever(self.store, self.embedder, reranker=self.reranker)
         return self._retriever

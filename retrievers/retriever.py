@@ -1,11 +1,13 @@
-"""`QdrantRetriever`: dense, sparse (BM25) or hybrid (RRF-fused inside Qdrant) search over one book's collection,
-reranked when a reranker is configured."""
+"""`Retriever`: what BookRAG, the reports and the question writer search a book with; `QdrantRetriever`, the one
+there is: dense, sparse (BM25) or hybrid (RRF-fused inside Qdrant) search over one book's collection, reranked when a
+reranker is configured."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 import threading
+from typing import Protocol
 
 from bookrag.config import DEFAULT_SEARCH_MODE, DEFAULT_TOP_K, SEARCH_MODES, SearchMode
 from bookrag.errors import BadArgumentError, RetrievalError, StoreError
@@ -17,6 +19,20 @@ from retrievers.store import Hit, StoreQuery, VectorStore
 
 log = logging.getLogger(__name__)
 RERANK_CANDIDATES = 20  # a search's best passages the reranker orders (one call of 20 documents), to keep its top k
+
+
+class Retriever(Protocol):
+    embedder: Embedder  # the compact context ranks the passages' sentences by its vectors
+    reranker: Reranker | None
+
+    def search(self, query: str, k: int = DEFAULT_TOP_K, module: str | None = None, min_score: float | None = None,
+               mode: SearchMode = DEFAULT_SEARCH_MODE, mmr: bool = False) -> list[Passage]:
+        """The top k passages for `query`, best first (`QdrantRetriever.search`)."""
+        ...
+
+    def check_module(self, module: str, named: str = "module", book: str = "the book") -> None:
+        """A BadArgumentError naming the book's modules when `module` is none of them."""
+        ...
 
 
 class QdrantRetriever:

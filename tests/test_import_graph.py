@@ -4,7 +4,8 @@
       <  programs/refusal  <  programs/rag  <  programs/evaluate  <  programs/compile  <  programs/cli (the commands)
 
 Every import counts, including those inside functions and under TYPE_CHECKING: a lazy import still makes the lower
-floor depend on the upper one.
+floor depend on the upper one. And no module imports one that imports it back, however far round: a protocol beside
+the factory that imports its implementations made 3 such circles in retrievers/ (now retrievers/backends.py).
 """
 
 from __future__ import annotations
@@ -78,6 +79,79 @@ def test_an_import_from_a_floor_above_is_caught(tmp_path, monkeypatch):
         (fake_root / folder).mkdir()
     monkeypatch.setattr(sys.modules[__name__], "ROOT", fake_root)
     assert upward_imports() == ["retrievers/bad.py:2 (retrievers) imports programs.rag.book_rag (programs.rag)"]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """{module: the project's modules it imports}. `from package import name` imports the submodule `name` when
+    there is one (it needs no more of the package than Python's own import of it), else a name of the package."""
+    modules = {module_name(path): path for path in package_files()}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        graph[module] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                           for alias in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            graph[module] |= {target for target in targets if target in modules and target != module}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that import each other, however far round (the graph's strongly connected components
+    of more than one module; Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while (top := stack.pop()) != module:
+                component.append(top)
+            if component:
+                circles.append(sorted([module, *component]))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(circles)
+
+
+def test_no_modules_import_each_other():
+    assert import_circles(import_graph()) == []
+
+
+def test_an_import_circle_is_caught(tmp_path, monkeypatch):
+    """The check itself: a protocol whose factory imports an implementation that imports the protocol back, and a
+    package whose `__init__` imports a module that imports the package."""
+    (tmp_path / "retrievers").mkdir()
+    (tmp_path / "retrievers" / "__init__.py").write_text("from retrievers.index import Index\nNAME = 'r'\n")
+    (tmp_path / "retrievers" / "index.py").write_text("from retrievers import NAME, store\n")
+    (tmp_path / "retrievers" / "store.py").write_text("def open_store():\n    from retrievers.edge import Edge\n")
+    (tmp_path / "retrievers" / "edge.py").write_text("from retrievers.store import Store\n")
+    for folder in ("bookrag", "programs"):
+        (tmp_path / folder).mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert import_circles(import_graph()) == [["retrievers", "retrievers.index"],
+                                              ["retrievers.edge", "retrievers.store"]]
 
 
 @pytest.mark.parametrize("module", ["programs.compile.artifact", "programs", "programs.cli.ask", "bookrag.cli"])

@@ -49,6 +49,7 @@ from programs.refusal.reasons import RefusalReason
 from programs.refusal.refusal_gate import RefusalGate
 from programs.text.query_terms import words_found
 from retrievers.passage import Passage
+from retrievers.retriever import Retriever
 
 log = logging.getLogger(__name__)
 # Under this share of the question's content words in its hybrid passages, the question is in other words than the
@@ -61,7 +62,7 @@ class BookRAG(AskAPI, dspy.Module):
     extract) -> validate. `ask` (from `AskAPI`) wraps `forward` as a checked `Response`.
 
     Args:
-        retriever: The book's retriever (`BookIndex.retriever`, a `QdrantRetriever`): `search(query, k, module, mode)`
+        retriever: The book's `Retriever` (`BookIndex.retriever`): `search(query, k, module, mode)`
             returns `Passage`s. None only for a program that never searches (selected text, loading state).
         lm: The `dspy.LM` that writes answers, rewrites follow-ups and expands queries. None: answers are
             extractive whatever `answer_mode` says.
@@ -81,7 +82,7 @@ class BookRAG(AskAPI, dspy.Module):
         >>> program.ask("How tall is Kestrel?").citations
     """
 
-    def __init__(self, retriever=None, lm: dspy.LM | None = None, top_k: int = DEFAULT_TOP_K,
+    def __init__(self, retriever: Retriever | None = None, lm: dspy.LM | None = None, top_k: int = DEFAULT_TOP_K,
                  search_mode: SearchMode = DEFAULT_SEARCH_MODE, answer_mode: str = "generated", expand: str = "none",
                  context_words: int | None = None):
         super().__init__()
