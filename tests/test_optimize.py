@@ -12,9 +12,10 @@ from question_files import QUESTIONS, write_questions
 
 from bookrag.questions import load_questions
 from programs.cli import optimize
+from programs.compile import optimizers
 from programs.compile.artifact import load_program, read_manifest, write_artifact
 from programs.compile.compiler import compile_program, verdict
-from programs.compile.optimizers import OptimizerSettings, labeled_demos
+from programs.compile.optimizers import OptimizerSettings, compile_predictors, labeled_demos
 from programs.evaluate.figures import CANDIDATE_FIGURES, SCORES
 from programs.evaluate.reports import program_report
 from programs.rag.book_rag import BookRAG
@@ -228,6 +229,17 @@ def test_with_no_demos_allowed_zero_shot_is_the_only_candidate_and_says_so(small
     assert result.selection["reason"] == "zero-shot kept: there was no other candidate"
     assert verdict(result.selection) == ("No compiled candidate to try: kept the zero-shot program "
                                          "(with this book's refusal gate).")
+
+
+def test_an_optimizer_is_one_entry_of_the_table(monkeypatch):
+    """A name added to OPTIMIZERS compiles through its entry and is an --optimizer choice; another name is refused
+    naming the known ones."""
+    program = object()
+    monkeypatch.setitem(optimizers.OPTIMIZERS, "identity", lambda job: job.program)
+    assert compile_predictors(program, OptimizerSettings("identity"), [], [], say=print) is program
+    assert optimize.build_parser().parse_args(["--optimizer", "identity"]).optimizer == "identity"
+    with pytest.raises(ValueError, match="unknown optimizer 'nope': choose one of bootstrap, labeled"):
+        compile_predictors(program, OptimizerSettings("nope"), [], [], say=print)
 
 
 def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):

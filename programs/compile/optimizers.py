@@ -20,7 +20,6 @@ from bookrag.questions import Question
 from programs.compile.finetune_settings import FinetuneSettings
 from programs.evaluate.metrics import combined_score, feedback_score
 
-OPTIMIZERS = ("bootstrap", "labeled", "random-search", "mipro", "gepa", "finetune")
 # Why bootstrap, and why the search optimizers were not run locally: docs/decisions.md (2026-11-23).
 DEFAULT_OPTIMIZER = "bootstrap"
 
@@ -47,54 +46,94 @@ def answer_mode_conflict(optimizer: str, answer_mode: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Compilation:
+    """One optimizer's work: the program whose predictors it compiles, its settings, the labeled questions, the
+    teacher LM (None: the program's own), and `say` for the lines of a training."""
+
+    program: dspy.Module
+    settings: OptimizerSettings
+    train: list[Question]
+    dev: list[Question]
+    teacher_lm: dspy.LM | None
+    say: Callable[[str], None]
+
+    def trainset(self) -> list[dspy.Example]:
+        return [q.to_example() for q in traceable(self.program, self.train, self.settings.seed)]
+
+    def valset(self) -> list[dspy.Example]:
+        return [q.to_example() for q in self.dev]
+
+    def teacher(self) -> dspy.Module | None:
+        """The program answering with the teacher LM, None without one (the student teaches itself)."""
+        if self.teacher_lm is None:
+            return None
+        teacher = self.program.deepcopy()
+        teacher.lm = self.teacher_lm
+        return teacher
+
+
+def labeled(job: Compilation) -> dspy.Module:
+    compiled = job.program.deepcopy()
+    demos = labeled_demos(job.program, job.train)
+    compiled.generate = LabeledFewShot(k=job.settings.max_demos).compile(job.program.generate, trainset=demos)
+    return compiled
+
+
+def bootstrap(job: Compilation) -> dspy.Module:
+    # Labeled demos would be raw questions without passages or citations: bootstrapped traces only.
+    optimizer = BootstrapFewShot(metric=combined_score, max_bootstrapped_demos=job.settings.max_demos,
+                                 max_labeled_demos=0)
+    return optimizer.compile(job.program, teacher=job.teacher(), trainset=job.trainset())
+
+
+def random_search(job: Compilation) -> dspy.Module:
+    optimizer = BootstrapFewShotWithRandomSearch(
+        metric=combined_score, max_bootstrapped_demos=job.settings.max_demos, max_labeled_demos=0,
+        num_candidate_programs=6, num_threads=job.settings.threads,
+    )
+    return optimizer.compile(job.program, teacher=job.teacher(), trainset=job.trainset(), valset=job.valset())
+
+
+def mipro(job: Compilation) -> dspy.Module:
+    program, settings = job.program, job.settings
+    optimizer = MIPROv2(metric=combined_score, prompt_model=job.teacher_lm or program.lm, task_model=program.lm,
+                        auto="light", num_threads=settings.threads, seed=settings.seed,
+                        max_bootstrapped_demos=settings.max_demos, max_labeled_demos=0)
+    return optimizer.compile(program, teacher=job.teacher(), trainset=job.trainset(), valset=job.valset())
+
+
+def gepa(job: Compilation) -> dspy.Module:
+    optimizer = GEPA(metric=feedback_score, auto="light", reflection_lm=job.teacher_lm or job.program.lm,
+                     num_threads=job.settings.threads, seed=job.settings.seed)
+    return optimizer.compile(job.program, trainset=job.trainset(), valset=job.valset())
+
+
+def finetune(job: Compilation) -> dspy.Module:
+    """The program answering through a LoRA adapter trained on the train questions (programs/compile/finetune.py);
+    its LM's adapter carries the training's record, for the manifest."""
+    from programs.compile.finetune import ReaderFinetune
+
+    settings = job.settings
+    if settings.finetune is None or settings.training_dir is None:  # no folder relative to the working directory
+        raise ValueError("the finetune optimizer needs OptimizerSettings.finetune and .training_dir")
+    return ReaderFinetune(settings.finetune, settings.training_dir, say=job.say).compile(job.program, job.train)
+
+
+# Each optimizer's name (optimize.py --optimizer) -> what compiles with it; adding one is one entry.
+OPTIMIZERS: dict[str, Callable[[Compilation], dspy.Module]] = {
+    "bootstrap": bootstrap, "labeled": labeled, "random-search": random_search, "mipro": mipro, "gepa": gepa,
+    "finetune": finetune,
+}
+
+
 def compile_predictors(program, settings: OptimizerSettings, train: list[Question], dev: list[Question],
                        teacher_lm: dspy.LM | None = None, *, say: Callable[[str], None]):
     """A copy of `program` whose predictors' instructions and demos are compiled by `settings.name`; `say` gets the
     lines for the user of a training (finetune)."""
-    trainset = [q.to_example() for q in traceable(program, train, settings.seed)]
-    valset = [q.to_example() for q in dev]
-    if settings.name == "labeled":
-        compiled = program.deepcopy()
-        demos = labeled_demos(program, train)
-        compiled.generate = LabeledFewShot(k=settings.max_demos).compile(program.generate, trainset=demos)
-        return compiled
-    teacher = None
-    if teacher_lm is not None:
-        teacher = program.deepcopy()
-        teacher.lm = teacher_lm
-    if settings.name == "bootstrap":
-        # Labeled demos would be raw questions without passages or citations: bootstrapped traces only.
-        optimizer = BootstrapFewShot(metric=combined_score, max_bootstrapped_demos=settings.max_demos,
-                                     max_labeled_demos=0)
-        return optimizer.compile(program, teacher=teacher, trainset=trainset)
-    if settings.name == "random-search":
-        optimizer = BootstrapFewShotWithRandomSearch(
-            metric=combined_score, max_bootstrapped_demos=settings.max_demos, max_labeled_demos=0,
-            num_candidate_programs=6, num_threads=settings.threads,
-        )
-        return optimizer.compile(program, teacher=teacher, trainset=trainset, valset=valset)
-    if settings.name == "mipro":
-        optimizer = MIPROv2(metric=combined_score, prompt_model=teacher_lm or program.lm, task_model=program.lm,
-                            auto="light", num_threads=settings.threads, seed=settings.seed,
-                            max_bootstrapped_demos=settings.max_demos, max_labeled_demos=0)
-        return optimizer.compile(program, teacher=teacher, trainset=trainset, valset=valset)
-    if settings.name == "finetune":
-        return finetune(program, settings, train, say)
-    if settings.name == "gepa":
-        optimizer = GEPA(metric=feedback_score, auto="light", reflection_lm=teacher_lm or program.lm,
-                         num_threads=settings.threads, seed=settings.seed)
-        return optimizer.compile(program, trainset=trainset, valset=valset)
-    raise ValueError(f"unknown optimizer {settings.name!r}: choose one of {', '.join(OPTIMIZERS)}")
-
-
-def finetune(program, settings: OptimizerSettings, train: list[Question], say: Callable[[str], None]):
-    """The program answering through a LoRA adapter trained on `train` (programs/compile/finetune.py); its LM's
-    adapter carries the training's record, for the manifest."""
-    from programs.compile.finetune import ReaderFinetune
-
-    if settings.finetune is None or settings.training_dir is None:  # no folder relative to the working directory
-        raise ValueError("the finetune optimizer needs OptimizerSettings.finetune and .training_dir")
-    return ReaderFinetune(settings.finetune, settings.training_dir, say=say).compile(program, train)
+    if settings.name not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {settings.name!r}: choose one of {', '.join(OPTIMIZERS)}")
+    return OPTIMIZERS[settings.name](Compilation(program, settings, train, dev, teacher_lm, say))
 
 
 def traceable(program, questions: list[Question], seed: int) -> list[Question]:
