@@ -2,8 +2,8 @@
 
     python optimize.py [--optimizer labeled|bootstrap|random-search|mipro|gepa|finetune] [--book DIR]
                        [--questions FILE] [--lm MODEL] [--teacher-lm MODEL] [--answer-mode generated|extractive]
-                       [--out DIR] [--max-demos N] [--epochs N] [--[no-]bootstrap] [--threads N] [--seed N]
-                       [--json] [--verbose]
+                       [--out DIR] [--max-demos N] [--epochs N] [--examples N|all] [--minutes M]
+                       [--[no-]frozen-int8] [--[no-]bootstrap] [--threads N] [--seed N] [--json] [--verbose]
 
 Calibrates the refusal gate and compiles candidate programs on the train split, scores them on dev, keeps the
 zero-shot program unless a compiled one beats it outside noise, and writes `program.json` + `manifest.json`
@@ -62,8 +62,9 @@ def main(argv: list[str] | None = None) -> int:
 def build_parser() -> ArgumentParser:
     from programs.cli.training_flags import add_training_arguments
     from programs.compile.artifact import MAX_DEMOS
-    from programs.compile.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
+    from programs.compile.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS, OptimizerSettings
 
+    max_demos = OptimizerSettings().max_demos
     parser = ArgumentParser(description="Compile the bookrag program against labeled questions.")
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default=DEFAULT_OPTIMIZER,
                         help=f"DSPy teleprompter for the predictors (default {DEFAULT_OPTIMIZER}; see README)")
@@ -72,9 +73,9 @@ def build_parser() -> ArgumentParser:
                              "another book, a synthetic set written from the book beside the artifact)")
     parser.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
     parser.add_argument("--out", type=user_path, help="artifact folder (default: artifacts/<book name>/)")
-    parser.add_argument("--max-demos", type=int, default=4,
+    parser.add_argument("--max-demos", type=int, default=max_demos,
                         help=f"most demos per predictor (at most {MAX_DEMOS}); bootstrap and labeled also try half as many "
-                             "(default 4)")
+                             f"(default {max_demos})")
     add_training_arguments(parser, prefix="finetune: ")
     parser.add_argument("--threads", type=int, default=1, help="parallel LM calls while compiling (default 1)")
     parser.add_argument("--seed", type=int, default=0,
