@@ -1,6 +1,6 @@
 """Query expansion, measured on retrieval: none vs parts (vs HyDE with the local LM on a small subset).
 
-    python benchmarks/query_expansion.py [--k 5] [--hyde N] [--lm-threads 1]
+    python benchmarks/query_expansion.py [--top-k 5] [--hyde N] [--lm-threads 1]
     python benchmarks/query_expansion.py --hyde 20 --hyde-style paraphrase --hyde-only   # dev paraphrases only
 
 For each book (book A, the bundled primer and FastAPI, with their labeled question sets) and each answerable question
@@ -97,14 +97,14 @@ def report(name: str, rows: list[tuple]) -> None:
 def main() -> None:
     global K
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--k", type=int, default=DEFAULT_TOP_K)
+    parser.add_argument("--top-k", type=int, default=DEFAULT_TOP_K)
     parser.add_argument("--data-dir", type=Path, default=PROJECT_ROOT / "data")
     parser.add_argument("--hyde", type=int, default=0, help="HyDE with the local LM on N multi-part questions")
     parser.add_argument("--lm-threads", type=int, default=1, help="llama.cpp threads for --hyde")
     parser.add_argument("--hyde-style", help="run HyDE on the dev questions of this style instead of multi-part ones")
     parser.add_argument("--hyde-only", action="store_true", help="only the HyDE subset")
     args = parser.parse_args()
-    K = args.k
+    K = args.top_k
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     for book, (book_dir, questions_file) in BOOKS.items():
         labeled = load_questions(questions_file)

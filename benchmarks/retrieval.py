@@ -1,7 +1,7 @@
 """Retrieval benchmark: ingest speed, query latency, and recall@k/MRR for dense, sparse and hybrid in one run.
 
     python benchmarks/retrieval.py [--book ../shared/corpora/physical-ai-book-a]
-                                   [--questions datasets/physical-ai-book-a.csv] [--chunk-sizes 250]
+                                   [--questions datasets/physical-ai-book-a.csv] [--top-k 5] [--chunk-sizes 250]
 
 Each chunk size gets a fresh data folder, so "cold ingest" includes loading the model and embedding everything.
 """
@@ -26,13 +26,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--book", type=Path, default=PROJECT_ROOT.parent / "shared/corpora/physical-ai-book-a")
     parser.add_argument("--questions", type=Path, default=PROJECT_ROOT / "datasets/physical-ai-book-a.csv")
-    parser.add_argument("--k", type=int, default=DEFAULT_TOP_K)
+    parser.add_argument("--top-k", type=int, default=DEFAULT_TOP_K)
     parser.add_argument("--chunk-sizes", default="250", help="comma-separated chunk sizes in tokens to compare")
     parser.add_argument("--overlap", type=int, default=40)
     args = parser.parse_args()
     questions = load_questions(args.questions)
     queries = [q.search_text for q in retrieval_questions(questions)]
-    print(f"book {args.book} — {len(queries)} answerable questions with gold sources, k={args.k}")
+    print(f"book {args.book} — {len(queries)} answerable questions with gold sources, k={args.top_k}")
     for size in [int(s) for s in args.chunk_sizes.split(",")]:
         with tempfile.TemporaryDirectory() as data_dir:
             settings = Settings(data_dir=Path(data_dir), book_dir=args.book, chunk_tokens=size,
@@ -44,7 +44,7 @@ def main() -> None:
                 latencies = []
                 for query in queries * 2:  # second pass: embedding cache warm, as for repeated questions
                     started = time.perf_counter()
-                    retriever.search(query, k=args.k, mode="hybrid")
+                    retriever.search(query, k=args.top_k, mode="hybrid")
                     latencies.append((time.perf_counter() - started) * 1000)
                 first_pass = latencies[: len(queries)]
                 print(f"\nchunk size {size} (overlap {settings.chunk_overlap}): {cold.chunks} chunks")
@@ -54,9 +54,9 @@ def main() -> None:
                       f"p95 {percentile(first_pass, 95):.1f} ms; repeated: p50 "
                       f"{percentile(latencies[len(queries):], 50):.1f} ms, "
                       f"p95 {percentile(latencies[len(queries):], 95):.1f} ms")
-                print(f"  {'mode':8} recall@{args.k}   MRR")
+                print(f"  {'mode':8} recall@{args.top_k}   MRR")
                 for mode in SEARCH_MODES:
-                    report = retrieval_report(retriever, questions, k=args.k, mode=mode, progress=False)
+                    report = retrieval_report(retriever, questions, k=args.top_k, mode=mode, progress=False)
                     print(f"  {mode:8} {report['recall_at_k']:.3f}     {report['mrr']:.3f}")
 
 

@@ -28,6 +28,13 @@ def test_both_commands_default_to_the_settings_objects_values():
     assert optimize.optimizer_settings(compile_args, Settings()).finetune == FinetuneSettings()
 
 
+def test_lora_alpha_is_twice_the_rank_unless_given():
+    """LoraConfig owns the alpha a rank gets (train_reader.py --rank N trains with alpha 2N); a file's own stays."""
+    assert LoraConfig().alpha == 32.0 and LoraConfig(rank=8).alpha == 16.0
+    assert LoraConfig(rank=8, alpha=4.0).alpha == 4.0
+    assert LoraConfig.from_dict(LoraConfig(rank=8).as_dict()) == LoraConfig(rank=8)
+
+
 def test_the_flags_reach_the_settings(tmp_path):
     reader = train_reader.build_parser().parse_args(["--epochs", "3", "--rank", "8", "--top-layers", "4",
                                                      "--seed", "5", "--bootstrap"])

@@ -207,7 +207,8 @@ def answer_questions(args, settings, specs: list[str], questions: list, out_dir:
         index.retriever.search(questions[0].question[:MAX_QUERY_CHARS], k=1)
         judge = next(iter(programs.values())).lm if args.semantic_f1 else None
         threads = answer_threads(args.threads, settings)
-        run = ProgramRuns(programs, questions, out_dir, run_settings(args, settings, index, programs, threads))
+        run = ProgramRuns(programs, questions, out_dir, run_settings(args, settings, index, programs, threads),
+                          say=notice)
         with signals_stop_the_run():
             return run, run.answer(progress=progress, judge=judge, threads=threads)
 

@@ -43,7 +43,6 @@ TRAINING_BOOKS = (
 
 READER_OUTPUT = OutputKind("trained reader", "manifest.json", ("adapter", "sha256", "training"),
                            ("adapter.gguf", "manifest.json"))
-ALPHA_PER_RANK = 2.0  # LoRA's alpha, as a multiple of its rank (alpha = 2 x rank: the update scale stays 2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,12 +92,11 @@ def build_parser() -> ArgumentParser:
 
 
 def reader_settings(args):
-    """The FinetuneSettings the flags ask for: the LoRA's rank (alpha ALPHA_PER_RANK times it) and top layers."""
+    """The FinetuneSettings the flags ask for: the LoRA's rank (LoraConfig's alpha follows it) and top layers."""
     from programs.cli.training_flags import finetune_settings
     from programs.train.lora_config import LoraConfig
 
-    return finetune_settings(args, LoraConfig(rank=args.rank, alpha=ALPHA_PER_RANK * args.rank,
-                                              top_layers=args.top_layers))
+    return finetune_settings(args, LoraConfig(rank=args.rank, top_layers=args.top_layers))
 
 
 def train(settings, training, out: Path, command: str, say=notice) -> dict:

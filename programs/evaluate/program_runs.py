@@ -5,7 +5,7 @@ finished programs and rows, marked partial (why, and how many questions each pro
 from __future__ import annotations
 
 import signal
-import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -40,10 +40,13 @@ def signals_stop_the_run():
 
 class ProgramRuns:
     """Every program over the questions, one after another. A program that fails (its LM is down at warm-up) or a
-    stop signal still leaves the finished programs' reports, and the rows finished so far, on disk, marked partial."""
+    stop signal still leaves the finished programs' reports, and the rows finished so far, on disk, marked partial.
+    `say` gets the line for the user on what a stop left (the caller shows it, or not)."""
 
-    def __init__(self, programs: dict, questions: list, out_dir: Path, run_settings: dict):
+    def __init__(self, programs: dict, questions: list, out_dir: Path, run_settings: dict, *,
+                 say: Callable[[str], None]):
         self.programs, self.questions, self.out_dir, self.run_settings = programs, questions, out_dir, run_settings
+        self.say = say
         self.reports: dict[str, dict] = {}
 
     def answer(self, **options) -> int | None:
@@ -58,8 +61,8 @@ class ProgramRuns:
                 if finished:
                     self.reports[name] = report_of(program, in_question_order(finished, self.questions))
                 self.write(f"stopped by {stop}")
-                print(f"{stop}: stopped; wrote the {self._finished()} finished to {self.out_dir} as a partial "
-                      "report", file=sys.stderr)
+                self.say(f"{stop}: stopped; wrote the {self._finished()} finished to {self.out_dir} as a partial "
+                         "report")
                 return ExitCode(128 + stop.signum)  # SIGINT 130, SIGTERM 143
             except BookragError as exc:
                 if not self.reports:
