@@ -248,7 +248,8 @@ def test_selected_text_answers_from_the_selection_without_retrieval(make, index,
     response = program.ask("How fast does the wireless emergency stop cut motor power?", selected_text=SELECTION)
     assert not response.is_refusal and "50 ms" in response.answer
     assert response.mode == mode
-    assert index.embedder.queries == [] and response.passages == []  # nothing was retrieved
+    assert index.embedder.queries == []  # nothing was retrieved: the one passage read is the selection
+    assert [p["chunk_id"] for p in response.passages] == ["selection"]
     if mode == "extractive":
         assert response.answer in SELECTION
     else:

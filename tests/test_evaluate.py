@@ -29,6 +29,7 @@ from bookrag.questions import Question
 from programs.compile.artifact import write_artifact
 from programs.evaluate.reports import program_report
 from programs.rag.book_rag import BookRAG
+from programs.rag.cited_text import CitedText
 from programs.refusal.refusal_gate import RefusalGate
 from retrievers.passage import Passage
 
@@ -241,6 +242,7 @@ class FixedProgram:
 
 def fixed(answer, citations=(), sources=("a.md", "b.md"), refused=False) -> dspy.Prediction:
     return dspy.Prediction(answer=REFUSAL_MESSAGE if refused else answer, citations=list(citations),
+                           cited_texts=[CitedText(answer, 0, len(answer))] * len(citations),  # the answer's words
                            passages=[passage(s, 0.6 - 0.1 * i) for i, s in enumerate(sources)], is_refusal=refused,
                            refusal_reason="gate" if refused else None, mode="refused" if refused else "extractive",
                            gate={"probability": 0.2 if refused else 0.9, "threshold": 0.5})
@@ -274,9 +276,11 @@ def test_program_report_aggregates_the_per_question_metrics():
     assert report["pass_rate"] == pytest.approx(2 / 5)  # "right" and "refuse-ok"
     assert report["citation_validity"] == pytest.approx((1 + 0.5 + 1) / 3)  # answered rows, the wrong one too
     assert report["gold_citation_rate"] == pytest.approx(1 / 2)
+    assert report["cited_text_support"] == pytest.approx(1 / 2)  # "half"'s cited text misses a key fact
     assert report["recall_at_k"] == pytest.approx(2 / 3)
     assert report["per_category"]["factual"] == {
         "n": 3, "n_answerable": 3, "pass_rate": pytest.approx(1 / 3), "combined": pytest.approx(1.45 / 3),
+        "cited_text_support": pytest.approx(1 / 2),
         "token_f1": 0.5, "answer_words_p50": 4, "key_fact_accuracy": pytest.approx(1 / 3),
         "false_refusal_rate": pytest.approx(1 / 3), "wrong_or_partial": pytest.approx(1 / 3)}
     assert report["per_category"]["near-miss"]["pass_rate"] == 0.5

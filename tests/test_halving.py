@@ -39,7 +39,8 @@ class ScriptedProgram:
         page = Passage(id="p", score=0.9, text="", title="", heading="", module="", source="page.md", url="",
                        dense_score=0.9)
         return dspy.Prediction(answer=f"It is fact {number}." if answers else REFUSAL_MESSAGE,
-                               citations=[1] if answers else [], passages=[page], is_refusal=not answers,
+                               citations=[1] if answers else [], cited_texts=[None] if answers else [],
+                               passages=[page], is_refusal=not answers,
                                refusal_reason=None if answers else "gate", mode="extractive" if answers else "refused",
                                gate={})
 

@@ -53,13 +53,14 @@ def test_a_long_heading_is_cited_cut_to_200_characters_with_an_ellipsis():
     heading = "Gazebo " + "very " * 20_000 + "long"
     passage = Passage(id="c1", score=0.9, text="Gazebo simulates physics.", title=heading, heading=heading,
                       module="sim", source="sim.md", url="/docs/sim", dense_score=0.9)
-    pred = dspy.Prediction(answer="Gazebo simulates physics.", citations=[1], passages=[passage], confidence="high",
+    pred = dspy.Prediction(answer="Gazebo simulates physics.", citations=[1], cited_texts=[None], passages=[passage],
+                           confidence="high",
                            is_refusal=False, refusal_reason=None, mode="extractive", retrieval_time_ms=1.0,
                            generation_time_ms=1.0, query="What does Gazebo do?", gate={})
     response = Response.from_prediction(pred, "What does Gazebo do?", started=time.perf_counter())
     citation = response.citations[0]
     assert citation.title == citation.heading == heading[: MAX_TITLE_CHARS - 1] + "…"
-    assert response.passages[0]["heading"] == citation.heading
+    assert response.passages[0]["heading"] == response.passages[0]["title"] == citation.heading
     assert len(json.dumps(response.to_dict())) < 2_000
 
 

@@ -197,7 +197,10 @@ def show(response, args) -> None:
         console.print("Sources:", style="bold")
         for n, c in enumerate(response.citations, start=1):
             console.print(Text(printable(f"  {n}. {place(c)}  (score {c.score:.3f})")))
-            console.print(Text(printable(f"     {c.url or c.source}"), style="dim"))
+            if c.url or c.source:  # a selection, cited, is in no file
+                console.print(Text(printable(f"     {c.url or c.source}"), style="dim"))
+            if c.cited_text is not None:
+                console.print(Text(printable(f"     \u201c{cited_line(c.cited_text)}\u201d"), style="italic"))
     if response.nearest:  # a refused question about the book: where to look instead
         console.print("Closest sections:", style="bold")
         for section in response.nearest:
@@ -205,6 +208,13 @@ def show(response, args) -> None:
             console.print(Text(printable(f"    {section.url or section.source}"), style="dim"))
     if args.verbose:
         show_details(console, response)
+
+
+def cited_line(cited_text: str) -> str:
+    """A citation's cited text on one line, shortened as a title is."""
+    from programs.rag.response import shown_title
+
+    return shown_title(" ".join(cited_text.split()))
 
 
 def place(section) -> str:

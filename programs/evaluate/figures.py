@@ -39,6 +39,7 @@ FIGURES = (
            group=True),
     Figure("wrong_or_partial", "answered wrong or partial, or failed (answerable)", group=True),
     Figure("citation_validity", "citation validity", headline=True, score=True),
+    Figure("cited_text_support", "cited text holding every key fact (answered)", group=True),
     Figure("gold_citation_rate", "gold citation rate", headline=True),
     Figure("recall_at_k", "retrieval recall@k", headline=True),
     Figure("token_f1", "token F1 vs reference (answerable)", score=True, column="token\nF1", group=True),
@@ -72,5 +73,5 @@ CANDIDATE_COLUMNS = tuple(f for f in FIGURES if f.column is not None)
 
 # The per-question figures that predictions.csv carries (QuestionRow fields; `result`: pass, fail or error).
 QUESTION_FIGURES = ("key_fact_recall", "token_f1", "answer_words", "citation_validity", "citation_precision",
-                    "citation_recall", "combined", "result", "latency_ms", "prompt_tokens", "cached_tokens",
+                    "citation_recall", "cited_text_support", "combined", "result", "latency_ms", "prompt_tokens", "cached_tokens",
                     "completion_tokens")

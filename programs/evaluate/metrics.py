@@ -128,8 +128,8 @@ def cited_sources(pred) -> list[str]:
 
 
 def citation_validity(pred) -> float:
-    """Share of cited passage numbers that name a retrieved passage. Nothing cited, or an answer from selected
-    text (no passages: the selection is the only source), counts as 1.0: nothing invalid was cited."""
+    """Share of cited passage numbers that name a passage read (retrieved, or the selection of a selected-text
+    answer, which cites it). Nothing cited counts as 1.0: nothing invalid was cited."""
     numbers, passages = cited_numbers(pred), pred.passages or []
     if not numbers or not passages:
         return 1.0
@@ -151,6 +151,17 @@ def citation_recall(example, pred) -> float:
     if not gold:
         return 1.0
     return len(gold & set(cited_sources(pred))) / len(gold)
+
+
+def cited_words(pred) -> list[str | None]:
+    """The words each citation quotes from its passage (`programs/rag/cited_text.py`), None where it quotes none."""
+    return [cited.cited_text if cited is not None else None for cited in pred.cited_texts]
+
+
+def cited_text_support(example, pred) -> bool:
+    """Whether the citations' cited texts together hold every key fact: the reader finds the answer in the words
+    shown under its sources, without opening the book."""
+    return key_fact_recall(example.key_facts, " ".join(filter(None, cited_words(pred)))) == 1.0
 
 
 def gold_citation_applies(example) -> bool:

@@ -25,6 +25,7 @@ class QuestionRow:
     mode: str = "error"
     answer: str = ""
     cited_sources: list[str] = field(default_factory=list)
+    cited_text: list[str | None] = field(default_factory=list)  # each citation's cited text, None where it has none
     gate_probability: float | None = None
     gate_threshold: float | None = None
     top_dense: float | None = None  # best cosine of the retrieved passages (None: nothing retrieved)
@@ -34,6 +35,7 @@ class QuestionRow:
     citation_validity: float = 1.0
     citation_precision: float = 0.0
     citation_recall: float = 0.0
+    cited_text_support: bool | None = None  # every key fact in the cited texts; answered questions with key facts
     gold_cited: bool | None = None  # asked of answered questions with a gold source only
     gold_retrieved: bool | None = None  # asked of questions that go through retrieval only
     token_f1: float | None = None  # answerable questions with a reference answer only

@@ -15,11 +15,12 @@ REPORT_FILE = "report.json"
 REPORT_OUTPUT = OutputKind("evaluation report", REPORT_FILE, ("settings", "programs"))
 # Who and what was asked and what the program did, then the per-question figures, then the error if it failed.
 PREDICTION_COLUMNS = ("program", "id", "category", "style", "question", "answerable", "refused", "refusal_reason", "mode",
-                      "answer", "cited_sources", "gold_sources", "gate_probability", "gate_threshold", "top_dense",
+                      "answer", "cited_sources", "cited_text", "gold_sources", "gate_probability", "gate_threshold", "top_dense",
                       *QUESTION_FIGURES, "error")
 # A cell a spreadsheet reads as a formula (`=HYPERLINK(...)` in a question runs when the file is opened): OWASP's
 # "CSV injection" list of first characters. Such a cell gets a leading `'`, which spreadsheets read as "text".
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+NO_CITED_TEXT = "(no cited text)"  # a citation whose passage holds nothing the answer says
 
 
 def write_report_json(path: Path, settings: dict, reports: dict[str, dict], partial: dict | None = None) -> Path:
@@ -40,12 +41,18 @@ def write_predictions_csv(path: Path, reports: dict[str, dict]) -> Path:
                 for row in report["rows"]:
                     cells = {
                         **row, "program": name, "cited_sources": "; ".join(dict.fromkeys(row["cited_sources"])),
+                        "cited_text": cited_text_cell(row["cited_text"]),
                         "gold_sources": "; ".join(row["gold_sources"]),
                         "result": "error" if row["error"] else "pass" if row["passed"] else "fail",
                     }
                     writer.writerow({column: as_text_cell(value) for column, value in cells.items()})
 
     return atomic_write(path, write)
+
+
+def cited_text_cell(cited_text: list[str | None]) -> str:
+    """Each citation's cited text on a line of its own, in citation order."""
+    return "\n".join(" ".join(text.split()) if text is not None else NO_CITED_TEXT for text in cited_text)
 
 
 def as_text_cell(value):

@@ -144,7 +144,7 @@ def question_row(program, question: Question, judge=None) -> QuestionRow:
     dense = [p.dense_score for p in pred.passages if p.dense_score is not None]
     row = QuestionRow.of(
         question, latency_ms=round(latency_ms, 2), refused=refused, refusal_reason=pred.refusal_reason, mode=pred.mode, answer=pred.answer,
-        cited_sources=metrics.cited_sources(pred), gate_probability=pred.gate.get("probability"),
+        cited_sources=metrics.cited_sources(pred), cited_text=metrics.cited_words(pred), gate_probability=pred.gate.get("probability"),
         gate_threshold=pred.gate.get("threshold"), top_dense=round(max(dense), 4) if dense else None,
         key_fact_recall=metrics.key_fact_recall(question.key_facts, pred.answer) if answerable else None,
         answer_correct=metrics.answer_correct(example, pred),
@@ -152,6 +152,8 @@ def question_row(program, question: Question, judge=None) -> QuestionRow:
         citation_validity=metrics.citation_validity(pred),
         citation_precision=metrics.citation_precision(example, pred),
         citation_recall=metrics.citation_recall(example, pred),
+        cited_text_support=(metrics.cited_text_support(example, pred)
+                            if answerable and not refused and question.key_facts else None),
         # Gold citation is asked of answered questions only; a refusal is scored by the refusal metrics.
         gold_cited=(metrics.gold_source_cited(example, pred)
                     if answerable and not refused and metrics.gold_citation_applies(example) else None),
@@ -216,6 +218,8 @@ def figures_of(rows: list[QuestionRow]) -> dict:
         "wrong_or_partial": share(not r.passed and not r.refused for r in answerable),
         # Nothing answered means nothing was cited: no invalid citation.
         "citation_validity": mean((r.citation_validity for r in rows if r.answered), empty=1.0),
+        # Sentence-level support: the words shown under the sources hold every key fact.
+        "cited_text_support": share(r.cited_text_support for r in answered if r.cited_text_support is not None),
         "gold_citation_rate": share(r.gold_cited for r in with_gold),
         "citation_precision": mean(r.citation_precision for r in with_gold),
         "citation_recall": mean(r.citation_recall for r in with_gold),

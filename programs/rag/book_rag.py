@@ -33,6 +33,7 @@ from programs.rag.ask_api import AskAPI
 from programs.rag.async_predict import apredict
 from programs.rag.book_quote import book_quote, quoted
 from programs.rag.bounded_question import bounded_question
+from programs.rag.cited_text import cited_texts
 from programs.rag.context import LOCAL_CONTEXT_WORDS, CompactContext
 from programs.rag.extractive_answer import ExtractiveAnswer
 from programs.rag.gate_decision import GateDecision
@@ -180,6 +181,7 @@ class BookRAG(AskAPI, dspy.Module):
             return self.refused(decision, checked.refusal, timing)
         confidence = "high" if decision.probability >= self.gate.high_confidence else "low"
         return dspy.Prediction(answer=answer, citations=checked.citations, passages=decision.passages,
+                               cited_texts=cited_texts(answer, decision.query, decision.passages, checked.citations),
                                is_refusal=False, refusal_reason=None, confidence=confidence, mode=mode,
                                query=decision.query, gate=decision.gate, **timing)
 

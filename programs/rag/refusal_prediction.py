@@ -10,6 +10,6 @@ from programs.rag.response import ResponseMode
 
 def refusal_prediction(message, reason, query, passages, gate, timing, nearest=()) -> dspy.Prediction:
     timing = {"retrieval_time_ms": 0.0, "generation_time_ms": 0.0, **timing}
-    return dspy.Prediction(answer=message, citations=[], passages=passages, is_refusal=True, refusal_reason=reason,
+    return dspy.Prediction(answer=message, citations=[], cited_texts=[], passages=passages, is_refusal=True, refusal_reason=reason,
                            confidence="none", mode=ResponseMode.REFUSED, query=query, gate=gate, nearest=list(nearest),
                            **timing)

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Literal
 
+from programs.rag.cited_text import CitedText
 from programs.refusal.reasons import RefusalReason
 
 # A title or heading, as a citation or passage shows it: a book's heading may be any length (a 100 KB one was printed
@@ -32,6 +33,11 @@ class Citation:
     module: str
     chunk_id: str
     score: float
+    # The words of the passage that support the answer, `text[start_char_index:end_char_index]` of its entry in
+    # `Response.passages` (DSPy's `Citations` fields); None where the passage holds nothing the answer says.
+    cited_text: str | None = None
+    start_char_index: int | None = None
+    end_char_index: int | None = None
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ class Response:
     usage: dict = field(default_factory=dict)  # prompt_tokens, completion_tokens
     standalone_query: str | None = None  # the rewritten query, for follow-ups
     gate: dict = field(default_factory=dict)  # probability, threshold, decision
-    passages: list[dict] = field(default_factory=list)  # what was retrieved (ids, scores), for --verbose
+    passages: list[dict] = field(default_factory=list)  # what was read (ids, scores, text), for --verbose
     nearest: list[Section] = field(default_factory=list)  # a refused question about the book: its closest sections
 
     @classmethod
@@ -84,7 +90,8 @@ class Response:
             standalone_query=pred.query if history else None,
             gate=pred.gate,
             passages=[{"n": n, "chunk_id": p.id, "score": p.score, "dense_score": p.dense_score,
-                       "sparse_score": p.sparse_score, "source": p.source, "heading": shown_title(p.heading)}
+                       "sparse_score": p.sparse_score, "source": p.source, "title": shown_title(p.title),
+                       "heading": shown_title(p.heading), "text": p.text}
                       for n, p in enumerate(pred.passages, start=1)],
             # the sections the retrieval ranks nearest, listed by the cosine they show, as citations are
             nearest=sorted((Section(**_place(p)) for p in pred.get("nearest", [])), key=lambda s: s.score, reverse=True),
@@ -95,7 +102,12 @@ class Response:
 
 
 def _citations(pred) -> list[Citation]:
-    return [Citation(**_place(p), chunk_id=p.id) for p in (pred.passages[n - 1] for n in pred.citations)]
+    return [Citation(**_place(pred.passages[n - 1]), chunk_id=pred.passages[n - 1].id, **_words(cited))
+            for n, cited in zip(pred.citations, pred.cited_texts, strict=True)]
+
+
+def _words(cited: CitedText | None) -> dict:
+    return asdict(cited) if cited is not None else {}
 
 
 def _place(p) -> dict:

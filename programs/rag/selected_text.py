@@ -9,6 +9,7 @@ import dspy
 
 from bookrag.config import SELECTION_REFUSAL_MESSAGE
 from programs.rag.answer_with_citations import written_badly
+from programs.rag.cited_text import cited_texts
 from programs.rag.reader_inputs import reader_inputs
 from programs.rag.refusal_prediction import refusal_prediction
 from programs.rag.response import ResponseMode
@@ -58,5 +59,7 @@ def selection_answer(program, question: str, selection: Passage, reply: dspy.Pre
     # docs/results.md, 2026-11-25).
     if mode == ResponseMode.GENERATED and grounded_citations(answer, [selection.text_with_heading], [1], question) is None:
         return refusal_prediction(SELECTION_REFUSAL_MESSAGE, RefusalReason.UNSUPPORTED_CLAIM, question, [], {}, timing)
-    return dspy.Prediction(answer=answer, citations=[], passages=[], is_refusal=False, refusal_reason=None,
-                           confidence="low", mode=mode, query=question, gate={}, **timing)
+    # The answer cites the selection, its one passage, with the words of it that support the answer.
+    return dspy.Prediction(answer=answer, citations=[1], passages=[selection],
+                           cited_texts=cited_texts(answer, question, [selection], [1]), is_refusal=False,
+                           refusal_reason=None, confidence="low", mode=mode, query=question, gate={}, **timing)
