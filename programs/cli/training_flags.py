@@ -7,6 +7,7 @@ import dataclasses
 import math
 from argparse import ArgumentParser, ArgumentTypeError, BooleanOptionalAction
 
+from programs.cli.number_flag import number_flag
 from programs.compile.finetune_settings import FinetuneSettings
 from programs.train.lora_config import LoraConfig
 
@@ -53,11 +54,4 @@ def _examples(text: str) -> int | None:
 
 def _minutes(text: str) -> float:
     """--minutes: a finite number above 0 (nan never stops a training; 0 or less writes the untrained adapter)."""
-    problem = ArgumentTypeError(f"expected a number of minutes above 0, like 30 or 0.5, not {text!r}")
-    try:
-        minutes = float(text)
-    except ValueError:
-        raise problem from None
-    if not 0 < minutes < math.inf:  # false for nan too
-        raise problem
-    return minutes
+    return number_flag(text, lambda minutes: 0 < minutes < math.inf, "a number of minutes above 0, like 30 or 0.5")
