@@ -2,6 +2,7 @@
 #
 #   make ask Q="How tall is Kestrel?"   installs what is missing (once), then asks the bundled book
 #   make test                           installs what is missing (once), then runs the tests
+#   make calibration                    rebuilds the refusal gate's default calibration from the labeled books
 #
 # Everything goes into a virtual environment in .venv. A later run installs nothing: the stamp file records the
 # install and is only redone when pyproject.toml changes.
@@ -22,7 +23,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF \
 	$(if $(filter avx512_vnni,$(CPU_FLAGS)),-DGGML_AVX512_VNNI=ON) \
 	$(if $(filter avx512_bf16,$(CPU_FLAGS)),-DGGML_AVX512_BF16=ON)
 
-.PHONY: ask test setup clean-venv
+.PHONY: ask test setup calibration clean-venv
 
 ask: $(STAMP)
 ifdef Q
@@ -35,6 +36,12 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 setup: $(STAMP)
+
+# programs/refusal/default_calibration.json, the zero-shot program's refusal gate: fitted on the labeled books'
+# train splits (the bundled one and ../shared/corpora's), retrieval only, no LM. MAX_FALSE_REFUSAL=0.10: the share
+# of answerable questions it may refuse (README: How much it refuses).
+calibration: $(STAMP)
+	$(BIN)/python -m programs.cli.calibrate $(if $(MAX_FALSE_REFUSAL),--max-false-refusal $(MAX_FALSE_REFUSAL))
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -2,20 +2,20 @@
 each threshold simulated on the recorded outcomes (a question whose gate probability is under the threshold is
 refused without an LM call; any other gets the outcome it had).
 
-    python benchmarks/gate_for_reader.py [--split dev] [--books humanoid-primer,book-a,fastapi] [--write-default]
+    python benchmarks/gate_for_reader.py [--split dev] [--books humanoid-primer,book-a,fastapi]
 
 The reader is the one configured (BOOKRAG_LOCAL_ADAPTER: the shipped adapter by default, `none` for the model as it
 is). Prints, per threshold, pooled over the books: answerable right / refused / wrong, must-refuse refused, and marks
 the threshold that answers the most answerable questions right while refusing at least as many must-refuse questions
-as the default gate's threshold does with this reader. `--write-default` stores that threshold in
-programs/refusal/default_calibration.json (choose on dev; never on test). The off-topic floor (top cosine under
-0.25) stays whatever the threshold.
+as the default gate's threshold does with this reader (choose on dev; never on test). It writes nothing: the
+shipped default calibration is rebuilt by `make calibration`, under the refusal policy
+(programs/refusal/refusal_policy.py). The off-topic floor (top cosine under the policy's `min_top_cosine`) stays
+whatever the threshold.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -31,7 +31,6 @@ BOOKS = {
     "book-a": (ROOT.parent / "shared" / "corpora" / "physical-ai-book-a", ROOT / "datasets" / "physical-ai-book-a.csv"),
     "fastapi": (ROOT.parent / "shared" / "corpora" / "fastapi-tutorial", ROOT / "datasets" / "fastapi-tutorial.csv"),
 }
-CALIBRATION = ROOT / "programs" / "refusal" / "default_calibration.json"
 
 
 def recorded_outcomes(settings: Settings, books: list[str], split: str) -> list[dict]:
@@ -81,7 +80,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", default="dev", choices=("train", "dev"))
     parser.add_argument("--books", default=",".join(BOOKS))
-    parser.add_argument("--write-default", action="store_true")
     args = parser.parse_args(argv)
     records = recorded_outcomes(Settings.from_env(), args.books.split(","), args.split)
     default = records[0]["default_threshold"]
@@ -95,13 +93,6 @@ def main(argv: list[str] | None = None) -> int:
         mark = " <- default" if t == round(default, 3) else " <- chosen" if t == best else ""
         print(f"{t:>9.3f}  {c['right']:>5} {c['refused']:>7} {c['wrong']:>5}  {c['must_refuse_refused']}/"
               f"{c['must_refuse']}{mark}")
-    if args.write_default:
-        calibration = json.loads(CALIBRATION.read_text())
-        calibration["state"]["threshold"] = best
-        calibration["reader_threshold"] = {"chosen_on": f"{args.split} of {args.books}", "previous": default,
-                                           "command": "python benchmarks/gate_for_reader.py --write-default"}
-        CALIBRATION.write_text(json.dumps(calibration, indent=2, sort_keys=True) + "\n")
-        print(f"wrote threshold {best} to {CALIBRATION.relative_to(ROOT)}")
     return 0
 
 

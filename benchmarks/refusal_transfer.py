@@ -1,6 +1,6 @@
 """Does the refusal gate transfer to a book it was not fitted on? Gate-only: retrieval features, no LM.
 
-    python benchmarks/refusal_transfer.py [--splits dev] [--write-default] [--data-dir DIR]
+    python benchmarks/refusal_transfer.py [--splits dev] [--data-dir DIR]
 
 For each labeled book (the bundled primer and book A), the gate's decision on every question that goes through
 retrieval, scored per category (must-refuse as a whole, near-miss, out-of-scope, injection; answerable falsely
@@ -8,7 +8,7 @@ refused), for these gates:
 
 - `hand-set prior`: the uncalibrated prior the zero-shot program used before the default calibration;
 - `default`: the shipped default calibration (programs/refusal/default_calibration.json), fitted on the train
-  splits of both books;
+  splits of the labeled books (`make calibration`: programs/compile/default_gate.py);
 - `fit on <book> train`: the logistic gate fitted on one book's train split, scored on the other book
   (leave-one-book-out: the gate has never seen that book) and on its own;
 - `compiled for <book>`: the gate optimize.py keeps for the book (`choose_gate`: cosine cut, logistic or default,
@@ -16,34 +16,25 @@ refused), for these gates:
 
 Book B's held-out set (datasets/physical-ai-book-b-heldout.csv, all test) is a third book no gate was fitted on;
 it is scored with `--splits test`. Decide on `--splits dev` (the default); report test at the end.
-`--write-default` refits the default calibration on both books' train splits (its off-topic band,
-`off_topic_below`, on their dev splits) and writes it before scoring.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bookrag.config import BUNDLED_BOOK, BUNDLED_QUESTIONS, PROJECT_ROOT, Settings
-from bookrag.questions import Question, load_questions
+from bookrag.config import PROJECT_ROOT, Settings
+from bookrag.questions import load_questions
+from programs.compile.default_gate import CORPORA, GateExample, book_gate_examples
+from programs.compile.default_gate import LABELED_BOOKS as LABELED
 from programs.rag.book_rag import BookRAG
-from programs.refusal.calibration import choose_gate, gate_examples, off_topic_cut
-from programs.refusal.default_calibration import write_default_calibration
-from programs.refusal.refusal_gate import CALIBRATED_FEATURES, MAX_FALSE_REFUSAL, RefusalGate
+from programs.refusal.calibration import choose_gate
+from programs.refusal.refusal_gate import RefusalGate
 from retrievers import BookIndex
 
-CORPORA = PROJECT_ROOT.parent / "shared" / "corpora"
-LABELED = {  # name: (book folder, question set); both have train/dev/test splits
-    "bundled": (BUNDLED_BOOK, BUNDLED_QUESTIONS),
-    "book-a": (CORPORA / "physical-ai-book-a", PROJECT_ROOT / "datasets" / "physical-ai-book-a.csv"),
-    "fastapi": (CORPORA / "fastapi-tutorial", PROJECT_ROOT / "datasets" / "fastapi-tutorial.csv"),
-}
 HELD_OUT = {"book-b": (CORPORA / "physical-ai-book-b", PROJECT_ROOT / "datasets" / "physical-ai-book-b-heldout.csv")}
 # The zero-shot gate before the default calibration: a cosine cut softened by term coverage, set by hand.
 HAND_SET_PRIOR = {"weights": {"top_dense": 12.0, "coverage_top3": 4.0, "override": -6.0},
@@ -51,22 +42,6 @@ HAND_SET_PRIOR = {"weights": {"top_dense": 12.0, "coverage_top3": 4.0, "override
                   "scale": {"top_dense": 1.0, "coverage_top3": 1.0, "override": 1.0},
                   "bias": -12.0 * 0.30 - 4.0 * 0.5, "threshold": 0.5, "high_confidence": 0.8, "calibrated": False}
 REFUSE_CATEGORIES = ("near-miss", "out-of-scope", "injection")
-
-
-@dataclass(frozen=True)
-class Example:
-    question: Question
-    features: dict[str, float]
-
-
-def book_examples(data_dir: Path, book: Path, questions: Path) -> list[Example]:
-    """Every question of the set that goes through retrieval (selected-text ones never reach the gate)."""
-    rows = [q for q in load_questions(questions) if not q.selected_text]
-    with BookIndex(Settings(data_dir=data_dir, book_dir=book)) as index:
-        index.ingest(progress=False)  # a no-op when the book is indexed and unchanged
-        program = BookRAG(index.retriever, lm=None, answer_mode="extractive")
-        features, _ = gate_examples(program, rows, progress=False)
-    return [Example(q, f) for q, f in zip(rows, features)]
 
 
 def compiled_gate(data_dir: Path, book: Path, questions: Path) -> tuple[str, RefusalGate]:
@@ -79,11 +54,11 @@ def compiled_gate(data_dir: Path, book: Path, questions: Path) -> tuple[str, Ref
     return chosen["chosen"], program.gate
 
 
-def fitted(examples: list[Example]) -> RefusalGate:
+def fitted(examples: list[GateExample]) -> RefusalGate:
     return RefusalGate().fit([e.features for e in examples], [e.question.answerable for e in examples])
 
 
-def category_figures(gate: RefusalGate, examples: list[Example]) -> dict[str, tuple[int, int]]:
+def category_figures(gate: RefusalGate, examples: list[GateExample]) -> dict[str, tuple[int, int]]:
     """{group: (refused, n)} for must-refuse, each refusal category, and answerable (refused = falsely)."""
     groups: dict[str, list[bool]] = {}
     for e in examples:
@@ -103,37 +78,14 @@ def row(gate_name: str, scored_on: str, split: str, figures: dict[str, tuple[int
             + " | ".join(cell(c) for c in REFUSE_CATEGORIES) + f" | {cell('answerable')} |")
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--splits", default="dev", help="comma-separated splits to report: dev, test (default dev)")
-    parser.add_argument("--write-default", action="store_true",
-                        help="refit the default calibration on both books' train splits and write it first")
     parser.add_argument("--data-dir", type=Path, default=PROJECT_ROOT / "data")
     args = parser.parse_args()
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    books = {name: book_examples(args.data_dir, *paths) for name, paths in LABELED.items()}
+    books = {name: book_gate_examples(args.data_dir, *paths) for name, paths in LABELED.items()}
     train = {name: [e for e in examples if e.question.split == "train"] for name, examples in books.items()}
-    if args.write_default:
-        gate = fitted([e for examples in train.values() for e in examples])
-        dev = [e for examples in books.values() for e in examples if e.question.split == "dev"]
-        gate.off_topic_below = off_topic_cut(gate, [e.features for e in dev], [e.question for e in dev]) or 0.0
-        provenance = {
-            "about": "Refusal gate fitted on every labeled train split; the zero-shot program's gate. Cosines are "
-                     "MiniLM's (all-MiniLM-L6-v2): with another embedder, compile (optimize.py) for a fitted gate.",
-            "command": "python benchmarks/refusal_transfer.py --write-default",
-            "embedder": "minilm384",
-            "features": list(CALIBRATED_FEATURES),
-            "max_false_refusal": MAX_FALSE_REFUSAL,
-            "fitted_on": [{"questions": str(LABELED[name][1].relative_to(PROJECT_ROOT)), "split": "train",
-                           "sha256": sha256(LABELED[name][1]), "answerable": sum(e.question.answerable for e in rows),
-                           "must_refuse": sum(not e.question.answerable for e in rows)}
-                          for name, rows in train.items()],
-        }
-        print(f"wrote {write_default_calibration(gate.dump_state(), provenance)}")
     gates = {"hand-set prior": RefusalGate().load_state(HAND_SET_PRIOR), "default": RefusalGate()}
     gates |= {f"fit on {name} train": fitted(rows) for name, rows in train.items()}
     compiled = {name: compiled_gate(args.data_dir, *paths) for name, paths in LABELED.items()}
@@ -153,7 +105,7 @@ def main() -> None:
                       category_figures(gate, [e for e in books[name] if e.question.split == split])))
     if "test" in splits:  # the held-out book is all test: never looked at while deciding
         for name, paths in HELD_OUT.items():
-            examples = book_examples(args.data_dir, *paths)
+            examples = book_gate_examples(args.data_dir, *paths)
             for gate_name, gate in gates.items():
                 print(row(gate_name, f"{name} (held out)", "all", category_figures(gate, examples)))
 

@@ -26,7 +26,6 @@ from refusal_transfer import (
     HELD_OUT,
     LABELED,
     REFUSE_CATEGORIES,
-    book_examples,
     category_figures,
     fitted,
     row,
@@ -34,6 +33,7 @@ from refusal_transfer import (
 
 from bookrag.config import PROJECT_ROOT, Settings
 from bookrag.questions import load_questions
+from programs.compile.default_gate import book_gate_examples
 from programs.compile.question_writer import ClozeQuestion
 from programs.compile.synthetic_questions import synthetic_questions, write_questions_csv
 from programs.rag.book_rag import BookRAG
@@ -55,7 +55,7 @@ def main() -> None:
     book, questions_path = LABELED[args.book] if labeled_book else HELD_OUT[args.book]
     if labeled_book:  # a default that has not seen this book's labels
         default_name = "default (bundled only)"
-        default = fitted([e for e in book_examples(args.data_dir, *LABELED["bundled"]) if e.question.split == "train"])
+        default = fitted([e for e in book_gate_examples(args.data_dir, *LABELED["bundled"]) if e.question.split == "train"])
     else:
         default_name, default = "default", RefusalGate()
     with BookIndex(Settings(data_dir=args.data_dir, book_dir=book)) as index:
@@ -75,7 +75,7 @@ def main() -> None:
         print(f"wrote {write_questions_csv(synthetic, args.write_csv)}")
     counts = {c: sum(q.category == c for q in synthetic) for c in ("factual", *REFUSE_CATEGORIES)}
     print(f"synthetic set for {book.name}: {len(synthetic)} questions, {counts}")
-    examples = book_examples(args.data_dir, book, questions_path)
+    examples = book_gate_examples(args.data_dir, book, questions_path)
     gates = {"hand-set prior": RefusalGate().load_state(HAND_SET_PRIOR), default_name: default, **routes}
     print("| gate | scored on | split | must-refuse | " + " | ".join(REFUSE_CATEGORIES) + " | answerable |")
     print("|---|---|---|---|" + "---|" * len(REFUSE_CATEGORIES) + "---|")

@@ -8,13 +8,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import FakeEmbedder
 from dspy.utils import DummyLM
+from question_files import write_questions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookrag.config import PROJECT_ROOT
+from bookrag.file_checksum import file_sha256
+from bookrag.questions import load_questions
+from programs.compile import default_gate
 from programs.rag.book_rag import BookRAG
 from programs.refusal import default_calibration
+from programs.refusal.calibration import off_topic_cut
 from programs.refusal.default_calibration import (
     DEFAULT_CALIBRATION,
     default_provenance,
@@ -22,6 +28,7 @@ from programs.refusal.default_calibration import (
     write_default_calibration,
 )
 from programs.refusal.refusal_gate import CALIBRATED_FEATURES, FEATURES, RefusalGate
+from programs.refusal.refusal_policy import DEFAULT_POLICY, RefusalPolicy
 
 
 def features(**values: float) -> dict[str, float]:
@@ -55,7 +62,9 @@ def test_the_default_answers_covered_questions_and_refuses_off_topic_ones():
 def test_the_default_says_what_it_was_fitted_on():
     provenance = default_provenance()
     assert provenance["features"] == list(CALIBRATED_FEATURES)
-    assert provenance["command"].startswith("python benchmarks/refusal_transfer.py")
+    assert provenance["command"] == "make calibration"  # not a benchmark
+    assert provenance["policy"] == DEFAULT_POLICY.as_dict()
+    assert default_state()["min_top_cosine"] == DEFAULT_POLICY.min_top_cosine
     for source in provenance["fitted_on"]:
         assert (PROJECT_ROOT / source["questions"]).is_file() and source["split"] == "train"
         assert source["answerable"] > 0 and source["must_refuse"] > 0
@@ -87,6 +96,32 @@ def test_written_calibration_round_trips(tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         default_calibration._calibration.cache_clear()  # the next reader gets the shipped file again
+
+
+def test_make_calibration_fits_the_default_on_the_labeled_books_train_and_its_band_on_dev(tmp_path, monkeypatch,
+                                                                                            small_book):
+    """programs/compile/default_gate.py on one labeled book (the fake embedder): the gate fitted under the policy
+    on its train split, its off-topic band on dev, written with what it was fitted on."""
+    monkeypatch.setattr("retrievers.book_index.make_embedder", lambda settings: FakeEmbedder())
+    questions = write_questions(tmp_path / "questions.csv")
+    with questions.open("a", encoding="utf-8") as rows:  # an off-topic dev question: the band is fitted on it
+        rows.write("o1,Who painted the Mona Lisa?,false,[],[],,out-of-scope,dev\n")
+    monkeypatch.setattr(default_gate, "LABELED_BOOKS", {"small": (small_book, questions)})
+    policy = RefusalPolicy(max_false_refusal=0.1, min_top_cosine=0.2)
+    said = []
+    path = default_gate.rebuild_default_calibration(tmp_path / "data", policy, said.append, tmp_path / "default.json")
+    written = json.loads(path.read_text())
+    examples = default_gate.book_gate_examples(tmp_path / "data", small_book, questions)
+    gate = default_gate.fit_default_gate(examples, policy)
+    assert written["state"] == gate.dump_state()
+    dev = [e for e in examples if e.question.split == "dev"]
+    assert gate.off_topic_below == off_topic_cut(gate, [e.features for e in dev], [e.question for e in dev], policy)
+    assert written["policy"] == policy.as_dict() and written["state"]["min_top_cosine"] == 0.2
+    train = [q for q in load_questions(questions) if q.split == "train"]
+    assert written["fitted_on"] == [{"questions": str(questions), "split": "train", "sha256": file_sha256(questions),
+                                     "answerable": sum(q.answerable for q in train),
+                                     "must_refuse": sum(not q.answerable for q in train)}]
+    assert said == [f"small: gate features of {questions} ..."]
 
 
 @pytest.mark.parametrize("name", CALIBRATED_FEATURES)

@@ -20,6 +20,7 @@ from programs.evaluate.figures import CANDIDATE_FIGURES, SCORES
 from programs.evaluate.reports import program_report
 from programs.rag.book_rag import BookRAG
 from programs.refusal.calibration import choose_gate
+from programs.refusal.refusal_policy import DEFAULT_POLICY, RefusalPolicy
 
 # More answerable dev questions, for tests that need a gain on dev to stand out from resampling noise.
 MORE_DEV = [
@@ -92,8 +93,17 @@ def test_choose_gate_fits_on_train_and_reports_every_candidate_on_dev(small_inde
     assert set(gate["candidates"]) == {"cosine-cut", "default", "logistic"}
     assert gate["chosen"] in gate["candidates"]
     assert program.gate.calibrated and program.gate.threshold == gate["threshold"]
+    assert gate["policy"] == DEFAULT_POLICY.as_dict()
     for figures in gate["candidates"].values():
         assert 0.0 <= figures["refusal_recall"] <= 1.0 and 0.0 <= figures["false_refusal_rate"] <= 1.0
+
+
+def test_choose_gate_fits_under_the_policy_it_is_given(small_index, questions):
+    program = BookRAG(small_index.retriever, lm=None, answer_mode="extractive")
+    policy = RefusalPolicy(max_false_refusal=0.2, min_top_cosine=0.1)
+    gate = choose_gate(program, split(questions, "train"), split(questions, "dev"), progress=False, policy=policy)
+    assert gate["policy"] == policy.as_dict()
+    assert program.gate.min_top_cosine == gate["state"]["min_top_cosine"] == 0.1  # whichever candidate was chosen
 
 
 def test_choose_gate_needs_both_labels_in_train(small_index, questions):
@@ -250,8 +260,8 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
     book = write_book(tmp_path / "small-book", SMALL_BOOK)
     questions = write_questions(tmp_path / "questions.csv")
     env = clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "data"), BOOKRAG_ARTIFACTS_DIR=str(tmp_path / "artifacts"))
-    done = run_script("optimize.py", "--book", book, "--questions", questions, "--json", cwd=tmp_path,
-                      env={**env, "BOOKRAG_EXPAND": "parts"}, timeout=180)
+    done = run_script("optimize.py", "--book", book, "--questions", questions, "--json", "--max-false-refusal", "0.1",
+                      cwd=tmp_path, env={**env, "BOOKRAG_EXPAND": "parts"}, timeout=180)
     assert done.returncode == 0, done.stderr
     manifest = json.loads(done.stdout)  # --json: one object, nothing else
     out = tmp_path / "artifacts" / "small-book"
@@ -259,6 +269,7 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
     assert manifest["optimizer"]["name"] == "bootstrap" and manifest["lm"] == "local"
     assert manifest["answer_mode"] == "extractive" and manifest["expand"] == "parts"
     assert manifest["dataset"]["train"] == 6 and manifest["dataset"]["dev"] == 4
+    assert manifest["refusal_gate"]["policy"] == RefusalPolicy(max_false_refusal=0.1).as_dict()  # what it refuses
     assert set(manifest["scores"]["dev"]) == {"before", "after"}
     assert set(manifest["scores"]["dev"]["before"]) == set(SCORES)  # the figures table's scores
     selection = manifest["selection"]  # every candidate's dev figures, the kept one and why
@@ -293,6 +304,7 @@ def test_optimize_cli_writes_an_artifact_that_ask_loads(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--max-demos", "-1"], "--max-demos"),
+    (["--max-false-refusal", "1.5"], "--max-false-refusal: expected a share from 0 to 1"),
     (["--optimizer", "sgd"], "invalid choice"),
     (["--book", "no-such-folder"], "not a folder"),
 ])

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookrag.errors import ConfigError
 from programs.refusal.refusal_gate import CALIBRATED_FEATURES, FEATURES, RefusalGate, gate_features
+from programs.refusal.refusal_policy import DEFAULT_POLICY, RefusalPolicy
 from programs.text.query_terms import content_terms, name_terms, term_set
 from retrievers.passage import Passage
 
@@ -112,7 +113,7 @@ def test_fitted_gate_refuses_a_question_with_a_name_absent_from_the_book():
 
 
 def test_fit_refuses_at_most_the_allowed_share_of_answerable_questions():
-    """Overlapping classes: the cut trades refusals for false refusals only up to `max_false_refusal`."""
+    """Overlapping classes: the cut trades refusals for false refusals only up to the policy's `max_false_refusal`."""
     answerable = [with_cosine(0.40 + 0.02 * i) | {"coverage_top3": 0.5 + 0.02 * i} for i in range(20)]
     refusable = [with_cosine(0.30 + 0.02 * i) | {"coverage_top3": 0.3 + 0.02 * i} for i in range(20)]
     labels = [True] * 20 + [False] * 20
@@ -120,8 +121,8 @@ def test_fit_refuses_at_most_the_allowed_share_of_answerable_questions():
     def refused(gate, rows):
         return sum(not answers(gate, f) for f in rows)
 
-    strict = RefusalGate().fit(answerable + refusable, labels, max_false_refusal=0.0)
-    loose = RefusalGate().fit(answerable + refusable, labels, max_false_refusal=0.25)
+    strict = RefusalGate().fit(answerable + refusable, labels, RefusalPolicy(max_false_refusal=0.0))
+    loose = RefusalGate().fit(answerable + refusable, labels, RefusalPolicy(max_false_refusal=0.25))
     assert refused(strict, answerable) == 0
     assert 0 < refused(loose, answerable) <= 5 + 1  # chosen on out-of-fold probabilities: one of slack
     assert refused(loose, refusable) > refused(strict, refusable)
@@ -134,6 +135,36 @@ def test_no_gate_lets_through_a_question_no_passage_is_about():
     assert gate("How do I make buttermilk pancakes?", cooking)[0] is False
     on_topic = [passage("Lifecycle nodes move between unconfigured, inactive and active states.", dense=0.45)]
     assert gate("Which states do lifecycle nodes move between?", on_topic)[0] is True
+
+
+def test_the_policy_floor_on_the_best_cosine_is_the_gates_and_saved_with_it():
+    """A gate fitted under a policy refuses under its `min_top_cosine`, and keeps it through save and load."""
+    answerable = [with_cosine(0.40 + 0.02 * i) for i in range(10)]
+    refusable = [with_cosine(0.05 + 0.01 * i) for i in range(10)]
+    gate = RefusalGate().fit(answerable + refusable, [True] * 10 + [False] * 10, RefusalPolicy(min_top_cosine=0.45))
+    assert gate.min_top_cosine == 0.45 and not gate.admits(1.0, with_cosine(0.44)) and gate.admits(1.0, with_cosine(0.45))
+    assert RefusalGate().load_state(gate.dump_state()).min_top_cosine == 0.45
+    assert not gate.about_the_book(1.0, with_cosine(0.44))
+
+
+def test_a_state_saved_before_the_floor_was_state_has_the_default_policys():
+    state = RefusalGate().dump_state()
+    del state["min_top_cosine"]
+    assert RefusalGate().load_state(state).min_top_cosine == DEFAULT_POLICY.min_top_cosine == 0.25
+
+
+def test_the_policy_sets_a_fitted_gates_high_confidence():
+    answerable = [with_cosine(0.40 + 0.02 * i) for i in range(10)]
+    refusable = [with_cosine(0.05 + 0.01 * i) for i in range(10)]
+    labels = [True] * 10 + [False] * 10
+    assert RefusalGate().fit(answerable + refusable, labels).high_confidence == 0.8
+    assert RefusalGate().fit(answerable + refusable, labels, RefusalPolicy(high_confidence=0.95)).high_confidence == 0.95
+
+
+@pytest.mark.parametrize("field", ["max_false_refusal", "min_top_cosine", "high_confidence", "max_off_topic_pointed"])
+def test_a_policy_outside_0_to_1_is_refused_naming_its_field(field):
+    with pytest.raises(ValueError, match=f"not {field} 1.5"):
+        RefusalPolicy(**{field: 1.5})
 
 
 # -- the rerank score -------------------------------------------------------------------------------------------
@@ -210,7 +241,7 @@ def test_fit_cosine_cut_respects_the_false_refusal_cap():
     refusable = [0.2, 0.3, 0.4, 0.52, 0.58]
     features = [with_cosine(c) for c in answerable + refusable]
     labels = [True] * len(answerable) + [False] * len(refusable)
-    gate = RefusalGate.fit_cosine_cut(features, labels, max_false_refusal=0.1)
+    gate = RefusalGate.fit_cosine_cut(features, labels, RefusalPolicy(max_false_refusal=0.1))
     assert sum(not answers(gate, with_cosine(c)) for c in answerable) <= 1
     assert sum(not answers(gate, with_cosine(c)) for c in refusable) == 4  # cut at 0.55: 0.58 gets through
 
@@ -246,6 +277,7 @@ def test_a_weighted_feature_without_standardization_is_malformed():
     ({"threshold": -1.0}, r"threshold must lie in \[0, 1\], got -1.0"),
     ({"threshold": 1.5}, r"threshold must lie in \[0, 1\]"),
     ({"high_confidence": 2.0}, r"high_confidence must lie in \[0, 1\]"),
+    ({"min_top_cosine": -0.1}, r"min_top_cosine must lie in \[0, 1\]"),
     ({"weights": {"top_dense": float("inf")}}, "weights.top_dense must be finite"),
     ({"bias": float("nan")}, "bias must be finite"),
     ({"mean": dict.fromkeys(FEATURES, float("nan"))}, "mean.top_dense"),

@@ -2,8 +2,9 @@
 
     python optimize.py [--optimizer labeled|bootstrap|random-search|mipro|gepa|finetune] [--book DIR]
                        [--questions FILE] [--lm MODEL] [--teacher-lm MODEL] [--answer-mode generated|extractive]
-                       [--out DIR] [--max-demos N] [--epochs N] [--examples N|all] [--minutes M]
-                       [--[no-]frozen-int8] [--[no-]bootstrap] [--threads N] [--seed N] [--json] [--verbose]
+                       [--out DIR] [--max-demos N] [--max-false-refusal SHARE] [--epochs N] [--examples N|all]
+                       [--minutes M] [--[no-]frozen-int8] [--[no-]bootstrap] [--threads N] [--seed N] [--json]
+                       [--verbose]
 
 Calibrates the refusal gate and compiles candidate programs on the train split, scores them on dev, keeps the
 zero-shot program unless a compiled one beats it outside noise, and writes `program.json` + `manifest.json`
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_parser() -> ArgumentParser:
+    from programs.cli.refusal_flags import add_refusal_arguments
     from programs.cli.training_flags import add_training_arguments
     from programs.compile.artifact import MAX_DEMOS
     from programs.compile.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS, OptimizerSettings
@@ -76,6 +78,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--max-demos", type=int, default=max_demos,
                         help=f"most demos per predictor (at most {MAX_DEMOS}); bootstrap and labeled also try half as many "
                              f"(default {max_demos})")
+    add_refusal_arguments(parser)
     add_training_arguments(parser, prefix="finetune: ")
     parser.add_argument("--threads", type=int, default=1, help="parallel LM calls while compiling (default 1)")
     parser.add_argument("--seed", type=int, default=0,
@@ -87,6 +90,7 @@ def build_parser() -> ArgumentParser:
 def compile_artifact(args, settings, out: Path, say) -> dict:
     """Compile on the question set (written from the book when it has none), write the artifact to `out`, and
     return its manifest."""
+    from programs.cli.refusal_flags import refusal_policy
     from programs.compile.artifact import build_manifest, dataset_record, write_artifact
     from programs.compile.candidates import candidates
     from programs.compile.compiler import compile_program
@@ -112,7 +116,8 @@ def compile_artifact(args, settings, out: Path, say) -> dict:
         say(f"Compiling with {args.optimizer} on {len(train)} train questions "
             f"({'generated' if program.generates else 'extractive'} answers, LM {settings.lm}); dev: {len(dev)}; "
             f"candidates: {', '.join(c.name for c in candidates(optimizer))}")
-        result = compile_program(program, train, dev, optimizer, teacher_lm=teacher, progress=progress, say=say)
+        result = compile_program(program, train, dev, optimizer, teacher_lm=teacher, progress=progress, say=say,
+                                 policy=refusal_policy(args))
         dataset = dataset_record(questions_path, len(train), len(dev), synthetic)
         manifest = build_manifest(settings, index, result, optimizer, dataset, started)
         write_artifact(result.program, out, manifest, settings.data_dir)

@@ -24,13 +24,14 @@ from programs.evaluate.figures import CANDIDATE_FIGURES, SCORES
 from programs.evaluate.question_row import QuestionRow
 from programs.evaluate.reports import aggregate
 from programs.refusal.calibration import choose_gate
+from programs.refusal.refusal_policy import DEFAULT_POLICY, RefusalPolicy
 
 
 @dataclass
 class CompileResult:
     program: dspy.Module  # the kept candidate
     scores: dict = field(default_factory=dict)  # {"dev": {"before": zero-shot's figures, "after": the kept one's}}
-    gate: dict = field(default_factory=dict)  # the chosen gate and every candidate's dev figures
+    gate: dict = field(default_factory=dict)  # the chosen gate, every candidate's dev figures and the policy
     selection: dict = field(default_factory=dict)  # the manifest's record: every candidate, the kept one and why
     candidates: list[ScoredCandidate] = field(default_factory=list)
     seconds: float = 0.0
@@ -38,17 +39,17 @@ class CompileResult:
 
 def compile_program(program, train: list[Question], dev: list[Question], optimizer: OptimizerSettings,
                     teacher_lm: dspy.LM | None = None, progress: bool | None = None, *, say: Callable[[str], None],
-                    rule: SelectionRule | None = None) -> CompileResult:
-    """Calibrate the gate (train, chosen on dev), compile each candidate (train), score them on dev by successive
-    halving, and keep the simplest that no other beats outside noise (`rule`; default: seeded with the optimizer's
-    seed). `program` itself, with the calibrated gate, is the zero-shot candidate. `say` gets each step's line for
-    the user (the caller shows it, or not).
+                    rule: SelectionRule | None = None, policy: RefusalPolicy = DEFAULT_POLICY) -> CompileResult:
+    """Calibrate the gate under `policy` (train, chosen on dev), compile each candidate (train), score them on dev
+    by successive halving, and keep the simplest that no other beats outside noise (`rule`; default: seeded with the
+    optimizer's seed). `program` itself, with the calibrated gate, is the zero-shot candidate. `say` gets each step's
+    line for the user (the caller shows it, or not).
 
     Train is not scored: with a local model every scored question is an LM call (~10 s), and dev is the split the
     candidates are compared on."""
     started = time.perf_counter()
     rule = rule or SelectionRule(seed=optimizer.seed)
-    gate = choose_gate(program, train, dev, progress)
+    gate = choose_gate(program, train, dev, progress, policy)
     say(f"refusal gate: {gate['chosen']} (dev balanced refusal accuracy {gate['candidates'][gate['chosen']]['balanced']:.3f})")
     built = []
     for candidate in candidates(optimizer):

@@ -1,8 +1,8 @@
 """The refusal gate's default calibration: what an uncompiled (zero-shot) program refuses with.
 
 The gate's features do not depend on the book, so a gate fitted on every labeled train split the project has is a
-better start on a new book than a hand-set prior (measured leave-one-book-out by benchmarks/refusal_transfer.py,
-which also writes this file with `--write-default`). A compiled program's own gate replaces it.
+better start on a new book than a hand-set prior (measured leave-one-book-out by benchmarks/refusal_transfer.py).
+`make calibration` rebuilds this file (programs/compile/default_gate.py). A compiled program's own gate replaces it.
 """
 
 from __future__ import annotations
