@@ -99,18 +99,32 @@ def test_the_readers_own_right_reply_is_the_target_and_is_asked_once(make, tmp_p
     assert "Quillon is 1.4 m tall and weighs" not in json.dumps(saved)  # the reply, never the book's text
 
 
-@pytest.mark.parametrize("why", ["wrong fact", "cites a passage without it", "no verdict"])
+@pytest.mark.parametrize("why", ["wrong fact", "no verdict", "too long"])
 def test_a_wrong_own_reply_gives_way_to_the_hinted_one_taught_without_the_hint(make, tmp_path, why):
     plan = answer_plan(make(k=3))
     shown = plan.fact_passage[1]
     wrong = {"wrong fact": generated(answer="Quillon is 2 m tall.", citations=[shown]),
-             "cites a passage without it": generated(citations=[n for n in range(1, 4) if n not in holding(plan)][:1]),
-             "no verdict": generated(answerable=False)}[why]
+             "no verdict": generated(answerable=False),
+             "too long": generated(answer="Quillon is 1.4 m tall" + " and very tall" * 12 + ".", citations=[shown])}[why]
     hinted = generated(answer="Quillon is 1.4 m tall, the book says.", citations=[shown])
     lm = DummyLM([wrong, hinted])
     target = reader_target(make(lm=lm, k=3), plan, BOOK, ReplyFile(tmp_path / "r.jsonl", "m"))
     assert target.source == "hinted" and target.outputs["answer"] == "Quillon is 1.4 m tall, the book says."
     assert "Hint" in lm.history[1]["messages"][-1]["content"] and "Hint" not in target.inputs["question"]
+
+
+@pytest.mark.parametrize("pointing", ["cites", "names"])
+def test_a_right_answer_pointing_at_the_wrong_passage_is_taught_behind_the_right_pointing(make, tmp_path, pointing):
+    plan = answer_plan(make(k=3))
+    shown, elsewhere = plan.fact_passage[1], min(n for n in range(1, 4) if n not in holding(plan))
+    reply = generated(answer="Quillon stands 1.4 m tall.", citations=[elsewhere if pointing == "cites" else shown])
+    if pointing == "names":
+        reply["reasoning"] = f"Passage {elsewhere} gives his height."
+    lm = DummyLM([reply])
+    target = reader_target(make(lm=lm, k=3), plan, BOOK, ReplyFile(tmp_path / "r.jsonl", "m"))
+    assert target.source == "own answer" and len(lm.history) == 1  # no hint asked for
+    assert target.outputs["answer"] == "Quillon stands 1.4 m tall."
+    assert target.outputs["citations"] == [shown] and target.outputs["reasoning"].startswith(f"Passage {shown} states")
 
 
 def test_the_reference_is_the_target_when_both_replies_are_wrong(make, tmp_path):

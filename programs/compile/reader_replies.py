@@ -49,10 +49,6 @@ class ReplyFile:
         self.asked += 1
         return reply
 
-    def has(self, key: str, inputs: ReaderInputs) -> bool:
-        saved = self.replies.get(key)
-        return saved is not None and saved[0] == self.digest(inputs)
-
     def digest(self, inputs: ReaderInputs) -> str:
         asked = json.dumps({"model": self.model_identity, **inputs.fields()}, sort_keys=True)
         return hashlib.sha256(asked.encode()).hexdigest()

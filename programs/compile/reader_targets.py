@@ -5,11 +5,14 @@
   first key fact lands on each number about equally often. The reader trained on best-first prompts learned that the
   answer sits in passage 1 and cited [1] alone in 89 of 92 dev replies (docs/results.md, 2026-11-28).
 - A question whose context holds every key fact is taught, in this order of preference:
-  - "own": the base reader's reply to that prompt, when it states every fact, cites a passage that holds one, reads
-    as an answer and is short (DSPy's BootstrapFinetune keeps the traces its metric passes);
-  - "hinted": its reply when the reference answer is given as a hint after the question, kept under the same filter
-    and taught without the hint (STaR's rationalization);
-  - "reference": the reference answer behind one line quoting the deciding words (`Passage 2 states "..."`).
+  - "own": the base reader's reply to that prompt, when it states every fact, cites a passage that holds one (and
+    names no other), reads as an answer and is short (DSPy's BootstrapFinetune keeps the traces its metric passes);
+  - "own answer": that reply's answer when only its pointing is wrong, behind one line quoting the deciding words
+    with the number of the passage that holds them (`Passage 2 states "..."`): shown the fact in another passage
+    than the first, the base reader often names the wrong one;
+  - "hinted" and "hinted answer": the same from its reply when the reference answer is given as a hint after the
+    question, taught without the hint (STaR's rationalization);
+  - "reference": the reference answer behind the line quoting the deciding words.
 - "distractors": one such question in five is taught the refusal instead, with every passage that holds one of its
   facts replaced by the next retrieved ones (RAFT's share without the gold document): the passages, not the book,
   decide what can be answered.
@@ -26,6 +29,7 @@ saved (`ReplyFile`).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, replace
 
 from bookrag.config import REFUSAL_MESSAGE
@@ -42,6 +46,7 @@ QUOTE_WORDS = 10  # the deciding words quoted in a reference target's reasoning,
 MAX_ANSWER_WORDS = 40  # a reply longer than this teaches length: the next source is used instead
 DISTRACTOR_SHARE = 0.2  # of the questions whose context holds every fact: taught to refuse without those passages
 NO_PASSAGE = "No passage states it."
+_PASSAGE_NUMBER = re.compile(r"\[(\d+)\]|\bpassages? (\d+)", re.IGNORECASE)  # a passage a reasoning names
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class ReaderTarget:
     id: str
     inputs: dict  # context, question, history: the answer prompt's inputs
     outputs: dict  # reasoning, answer, citations, answerable: the reply to learn
-    source: str  # "own", "hinted", "reference", or one of REFUSAL_SOURCES
+    source: str  # "own", "own answer", "hinted", "hinted answer", "reference", or one of REFUSAL_SOURCES
     style: str = ""
     fact_passage: tuple[int, int] | None = None
 
@@ -142,8 +147,9 @@ def reader_target(program, plan: TargetPlan, book: str, replies: ReplyFile | Non
     if replies is not None:
         for source, inputs in (("own", plan.inputs), ("hinted", hinted(plan.inputs, q))):
             reply = replies.reply(program, reply_key(book, q.id, plan.order, source == "hinted"), inputs)
-            if (outputs := right_reply(reply, q, plan.inputs, len(plan.order))) is not None:
-                return replace(target, outputs=outputs, source=source)
+            if (taught := reply_target(reply, q, plan.inputs, len(plan.order))) is not None:
+                outputs, whole = taught
+                return replace(target, outputs=outputs, source=source if whole else f"{source} answer")
     return replace(target, outputs=reference_reply(q, plan.inputs.sentences), source="reference")
 
 
@@ -153,19 +159,24 @@ def hinted(inputs: ReaderInputs, q: Question) -> ReaderInputs:
     return replace(inputs, question=hint)
 
 
-def right_reply(reply: dict | None, q: Question, inputs: ReaderInputs, n_passages: int) -> dict | None:
-    """`reply` as a target, when it states every key fact, cites a shown passage that holds one, reads as an answer,
-    is short and never mentions a hint; else None."""
+def reply_target(reply: dict | None, q: Question, inputs: ReaderInputs, n_passages: int) -> tuple[dict, bool] | None:
+    """(outputs, whole) to teach from `reply`, or None when its answer misses a key fact, is long, reads as no answer
+    or mentions a hint. Whole when it also cites a shown passage that holds a fact and its reasoning names no other;
+    else its answer alone, behind the reasoning quoting the passages that hold the facts (the base reader, shown the
+    fact in another passage than the first, often names the wrong one)."""
     if reply is None or not reply["answerable"]:
         return None
     answer, reasoning = reply["answer"].strip(), reply["reasoning"].strip()
+    if (not all(fact_present(f, answer) for f in q.key_facts) or written_badly(answer)
+            or len(answer.split()) > MAX_ANSWER_WORDS or "hint" in f"{reasoning} {answer}".lower()):
+        return None
     shown = {n for n, _ in inputs.sentences}
     citations = [n for n in valid_citations(reply["citations"], n_passages) if n in shown]
     holding = {n for n, text in inputs.sentences if any(fact_present(f, text) for f in q.key_facts)}
-    if (all(fact_present(f, answer) for f in q.key_facts) and holding & set(citations) and not written_badly(answer)
-            and len(answer.split()) <= MAX_ANSWER_WORDS and "hint" not in f"{reasoning} {answer}".lower()):
-        return {"reasoning": reasoning, "answer": answer, "citations": citations, "answerable": True}
-    return None
+    named = {int(bracketed or written) for bracketed, written in _PASSAGE_NUMBER.findall(reasoning)}
+    if holding & set(citations) and named <= holding:
+        return {"reasoning": reasoning, "answer": answer, "citations": citations, "answerable": True}, True
+    return {**reference_reply(q, inputs.sentences), "answer": answer}, False
 
 
 def reference_reply(q: Question, units) -> dict:
