@@ -17,7 +17,7 @@ from programs.evaluate.question_row import QuestionRow
 from programs.evaluate.styles import style_group
 from programs.rag.response import ResponseMode, token_usage
 from programs.refusal.reasons import REFUSED_AFTER_LM, RefusalReason
-from retrievers.retriever import QdrantRetriever
+from retrievers.retriever import Retriever
 
 
 def retrieval_questions(questions: list[Question]) -> list[Question]:
@@ -25,7 +25,7 @@ def retrieval_questions(questions: list[Question]) -> list[Question]:
     return [q for q in questions if q.answerable and q.gold_sources and not q.selected_text]
 
 
-def retrieval_report(retriever: QdrantRetriever, questions: list[Question], k: int = DEFAULT_TOP_K,
+def retrieval_report(retriever: Retriever, questions: list[Question], k: int = DEFAULT_TOP_K,
                      mode: SearchMode = DEFAULT_SEARCH_MODE, mmr: bool = False, progress: bool | None = None) -> dict:
     """recall@k (a gold source among the top k), MRR, per-category recall, and query latency."""
     rows = retrieval_questions(questions)
