@@ -58,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     say = (lambda *_: None) if args.json else notice
     if args.replies_only:
         summary = write_replies(settings, reader_settings(args), say)
-        print(json.dumps(summary) if args.json else f"{REPLIES.relative_to(PROJECT_ROOT)}: targets {summary['sources']}")
+        print(json.dumps(summary) if args.json else f"{summary['replies']}: targets {summary['sources']}; the first key "
+              f"fact's passage best-first {summary['fact_passage']['best_first']} -> shown "
+              f"{summary['fact_passage']['shown']}")
         return ExitCode.OK
     books = [book for book, _, _ in TRAINING_BOOKS]
     out = OutputFolder(args.out, READER_OUTPUT).claim(settings, books)  # now, not after hours of training
@@ -122,11 +124,14 @@ def write_replies(settings, training, say=notice) -> dict:
     targets would be made of."""
     from collections import Counter
 
+    from programs.compile.finetune import fact_places
+
     with training_books(settings, say) as (_, books):
         finetune = reader_finetune(settings, training, say)
         targets, planned = finetune.targets(books)
     return {"replies": str(REPLIES.relative_to(PROJECT_ROOT)), "targets": len(targets), "planned": planned,
-            "sources": dict(sorted(Counter(t.source for _, _, t in targets).items()))}
+            "sources": dict(sorted(Counter(t.source for _, _, t in targets).items())),
+            "fact_passage": fact_places([t for _, _, t in targets])}
 
 
 def reader_finetune(settings, training, say):
