@@ -313,6 +313,18 @@ def test_optimize_bad_arguments_exit_4(tmp_path, args, message):
     assert done.returncode == 4 and message in done.stderr
 
 
+@pytest.mark.parametrize("flags", [["--minutes", "30"], ["--frozen-int8"], ["--examples", "all", "--epochs", "3"],
+                                   ["--no-bootstrap"]])
+def test_training_flags_without_the_finetune_optimizer_exit_4_naming_them(tmp_path, flags):
+    """--optimizer bootstrap took --minutes, --frozen-int8 and --examples and ignored them without a word."""
+    done = run_script("optimize.py", "--optimizer", "bootstrap", *flags, cwd=tmp_path,
+                      env=clean_env(BOOKRAG_DATA_DIR=str(tmp_path / "d")))
+    assert done.returncode == 4, done.stderr
+    assert all(flag in done.stderr for flag in flags if flag.startswith("--"))
+    assert "apply to --optimizer finetune only, not to --optimizer bootstrap" in done.stderr
+    assert not (tmp_path / "d").exists()
+
+
 @pytest.mark.parametrize("answer_mode, env, given", [
     (["--answer-mode", "extractive"], {}, "--answer-mode extractive"),
     ([], {"BOOKRAG_ANSWER_MODE": "extractive"}, "BOOKRAG_ANSWER_MODE=extractive"),

@@ -31,6 +31,7 @@ from bookrag.errors import DatasetError, ExitCode
 
 def main(argv: list[str] | None = None) -> int:
     from bookrag.output_folder import OutputFolder
+    from programs.cli.training_flags import training_flags_given
     from programs.compile.artifact import ARTIFACT_OUTPUT, MAX_DEMOS
     from programs.compile.optimizers import answer_mode_conflict
 
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 <= args.max_demos <= MAX_DEMOS or args.threads < 1 or args.epochs < 1:
         parser.error(f"--max-demos must be from 0 to {MAX_DEMOS}, and --threads and --epochs at least 1")
+    if args.optimizer != "finetune" and (ignored := training_flags_given(args)):
+        parser.error(f"{', '.join(ignored)} set how the reader is trained: they apply to --optimizer finetune only, "
+                     f"not to --optimizer {args.optimizer}")
     setup_logging(args.verbose)
     settings = load_settings(book_dir=args.book, lm=args.lm, answer_mode=args.answer_mode)
     if conflict := answer_mode_conflict(args.optimizer, settings.answer_mode):

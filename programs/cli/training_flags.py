@@ -44,6 +44,16 @@ def finetune_settings(args, lora: LoraConfig | None = None) -> FinetuneSettings:
     return FinetuneSettings(lora or defaults.lora, plan, args.bootstrap)
 
 
+def training_flags_given(args) -> list[str]:
+    """The training flags whose value is not the default: a compile that trains no reader would ignore them."""
+    defaults = FinetuneSettings()
+    values = {"--epochs": (args.epochs, defaults.plan.epochs), "--examples": (args.examples, defaults.plan.examples),
+              "--minutes": (args.minutes, defaults.plan.minutes),
+              "--frozen-int8": (args.frozen_int8, defaults.plan.frozen_int8),
+              "--bootstrap": (args.bootstrap, defaults.bootstrap)}
+    return [flag for flag, (value, default) in values.items() if value != default]
+
+
 def _examples(text: str) -> int | None:
     if text == "all":
         return None
