@@ -29,12 +29,24 @@ class NestedTooDeep(UnreadableJSON):
     """A JSON document with arrays or objects nested deeper than Python's reader goes."""
 
 
-def parse_json(text: str | bytes):
-    """`text`'s JSON value; raises JSONDecodeError for malformed JSON and NestedTooDeep for too deep a nesting."""
+class DuplicateKey(UnreadableJSON):
+    """A JSON object that gives one key twice: Python's reader keeps the last value, silently."""
+
+
+def parse_json(text: str | bytes, unique_keys: bool = False):
+    """`text`'s JSON value; raises JSONDecodeError for malformed JSON, NestedTooDeep for too deep a nesting and, with
+    `unique_keys`, DuplicateKey for an object that gives a key twice."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique if unique_keys else None)
     except RecursionError:
         raise NestedTooDeep("is nested too deeply to read") from None
+
+
+def _unique(pairs: list[tuple[str, object]]) -> dict:
+    keys = [key for key, _ in pairs]
+    if twice := sorted({key for key in keys if keys.count(key) > 1}):
+        raise DuplicateKey(f"gives the key {', '.join(map(repr, twice))} twice")
+    return dict(pairs)
 
 
 def read_json_file(path: Path):

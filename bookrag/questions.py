@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookrag.errors import DatasetError
-from bookrag.json_document import NestedTooDeep, parse_json
+from bookrag.json_document import DuplicateKey, NestedTooDeep, parse_json
 
 COLUMNS = ("id", "question", "answerable", "gold_sources", "key_facts", "reference_answer", "category",
            "history", "selected_text", "split", "style")
@@ -125,9 +125,11 @@ def _jsonl_row(path: Path, line_no: int, raw: bytes) -> dict | None:
     if not line.strip():
         return None
     try:
-        row = parse_json(line)
+        row = parse_json(line, unique_keys=True)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+    except DuplicateKey as exc:
+        raise DatasetError(f"{path}:{line_no}: the line {exc}; keep one (which value is the label?)") from None
     except NestedTooDeep:
         raise DatasetError(f"{path}:{line_no}: JSON nested too deeply to read; a question line nests a few "
                            "levels at most") from None
@@ -158,6 +160,9 @@ def _record_lines(path: Path) -> list[int]:
         reader = csv.reader(handle)
         try:
             header = next(reader, [])
+            if twice := sorted({c for c in header if header.count(c) > 1}):
+                raise DatasetError(f"{path}:1: the header names the column(s) {', '.join(map(repr, twice))} twice; "
+                                   "keep one (which one is the label?)")
             previous_end = reader.line_num
             for row in reader:
                 if len(row) > len(header):
@@ -217,9 +222,11 @@ def _question(path: Path, line: int, row: dict) -> Question:
             return ()
         if isinstance(value, str):
             try:
-                value = parse_json(value)
+                value = parse_json(value, unique_keys=True)
             except json.JSONDecodeError:
                 fail(column, f"expected a JSON array like [\"a\", \"b\"], got {value[:60]!r}")
+            except DuplicateKey as exc:
+                fail(column, f"the cell {exc}: keep one")
             except NestedTooDeep:
                 fail(column, f"expected a JSON array like [\"a\", \"b\"], got one nested too deeply to read "
                              f"({value[:20]!r}...)")

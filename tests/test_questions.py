@@ -431,3 +431,25 @@ def test_a_reader_training_set_is_train_only_grounded_and_asks_no_fact_of_a_dev_
         assert all(fact_present(f, source_text) and fact_present(f, q.reference_answer) for f in q.key_facts), q.id
         asked = {(g, normalize(a)) for g in q.gold_sources for f in q.key_facts for a in ((f,) if isinstance(f, str) else f)}
         assert not asked & held_out, q.id
+
+
+def test_a_jsonl_line_giving_a_key_twice_is_refused_naming_it(tmp_path):
+    """Python's reader kept the last value silently: which one is the label?"""
+    path = write(tmp_path, "q.jsonl", '{"id": "a", "question": "Q?", "answerable": true}\n'
+                                      '{"id": "b", "question": "Q?", "answerable": true, "answerable": false}\n')
+    with pytest.raises(DatasetError, match=r"q\.jsonl:2: the line gives the key 'answerable' twice"):
+        load_questions(path)
+
+
+def test_a_history_cell_giving_a_key_twice_is_refused_naming_its_column(tmp_path):
+    history = '"[{""question"": ""A?"", ""answer"": ""x"", ""answer"": ""y""}]"'
+    path = csv_file(tmp_path, f'q1,Q?,true,[],[],,,{history},,train')
+    with pytest.raises(DatasetError, match=r"column 'history': the cell gives the key 'answer' twice"):
+        load_questions(path)
+
+
+def test_a_csv_header_naming_a_column_twice_is_refused(tmp_path):
+    """pandas renamed the second `answerable` to `answerable.1` and read the first, silently."""
+    path = csv_file(tmp_path, "q1,Q?,true,[],[],,,,,train,false", header=HEADER + ",answerable")
+    with pytest.raises(DatasetError, match=r"questions\.csv:1: the header names the column\(s\) 'answerable' twice"):
+        load_questions(path)
