@@ -7,7 +7,8 @@ reads `reports/<run>-<book>-<split>/report.json` (as written by
 `python evaluate.py --zero-shot --split dev --book BOOK --questions SET --out reports/<run>-<book>-dev`, once with
 BOOKRAG_LOCAL_ADAPTER=none and once with the adapter) and prints, per style: answerable questions right (every key
 fact), refused and answered wrong, for each run, and the questions that changed (better / worse, with an exact sign
-test); must-refuse questions refused; the LM's written tokens and the answered latency (p50). On 2 cores a whole
+test); must-refuse questions refused; the LM's written tokens and the answered latency (p50); the passage numbers
+the answers cite (as the reader saw them: best-first), and how many cite [1] alone. On 2 cores a whole
 dev split takes hours per run; a seeded sample of each book's dev split (`benchmarks/dev_sample.py`) passed as SET
 keeps a pair of runs under an hour.
 """
@@ -19,6 +20,7 @@ import json
 import math
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
         answered = [rows[i]["latency_ms"] / 1000 for i in ids if not rows[i]["refused"] and rows[i]["lm_answered"]]
         print(f"{label}: written tokens p50 {_median(written)}, answered latency p50 {_median(answered, 's')} "
               f"(n {len(answered)}; cached answers count as ~0 s)")
+        cited = [rows[i]["cited_numbers"] for i in ids
+                 if not rows[i]["refused"] and rows[i]["lm_answered"] and "cited_numbers" in rows[i]]
+        if cited:
+            numbers = Counter(n for row in cited for n in row)
+            print(f"{label}: of {len(cited)} answers, [1] alone {sum(row == [1] for row in cited)}, none "
+                  f"{sum(not row for row in cited)}; passages cited {dict(sorted(numbers.items()))}")
     return 0
 
 

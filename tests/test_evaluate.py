@@ -286,6 +286,7 @@ def test_program_report_aggregates_the_per_question_metrics():
     assert report["per_category"]["near-miss"]["pass_rate"] == 0.5
     assert [r["passed"] for r in report["rows"]] == [True, False, False, True, False]
     assert report["rows"][0]["top_dense"] == 0.6 and report["tokens_per_question"] == 0
+    assert [r["cited_numbers"] for r in report["rows"]] == [[1], [1, 5], [], [], [2]]
 
 
 class FailingProgram(FixedProgram):

@@ -24,6 +24,7 @@ class QuestionRow:
     refusal_reason: str | None = None
     mode: str = "error"
     answer: str = ""
+    cited_numbers: list[int] = field(default_factory=list)  # the cited passages' numbers as the reader saw them
     cited_sources: list[str] = field(default_factory=list)
     cited_text: list[str | None] = field(default_factory=list)  # each citation's cited text, None where it has none
     gate_probability: float | None = None

@@ -144,7 +144,7 @@ def question_row(program, question: Question, judge=None) -> QuestionRow:
     dense = [p.dense_score for p in pred.passages if p.dense_score is not None]
     row = QuestionRow.of(
         question, latency_ms=round(latency_ms, 2), refused=refused, refusal_reason=pred.refusal_reason, mode=pred.mode, answer=pred.answer,
-        cited_sources=metrics.cited_sources(pred), cited_text=metrics.cited_words(pred), gate_probability=pred.gate.get("probability"),
+        cited_numbers=metrics.cited_numbers(pred), cited_sources=metrics.cited_sources(pred), cited_text=metrics.cited_words(pred), gate_probability=pred.gate.get("probability"),
         gate_threshold=pred.gate.get("threshold"), top_dense=round(max(dense), 4) if dense else None,
         key_fact_recall=metrics.key_fact_recall(question.key_facts, pred.answer) if answerable else None,
         answer_correct=metrics.answer_correct(example, pred),
