@@ -5,12 +5,15 @@ whole run: a new or empty folder, or one holding an output of ours (its marker f
 fine; a regular file, a folder of someone else's files, the book, the data folder, the project, the current
 folder or anything holding one of them is refused, and so is a folder inside the book (any book the run reads)
 and a place that cannot be written. An output swapped in as a whole folder (an artifact) also refuses a folder
-holding anything besides its own files, which the swap would delete. A symbolic link is followed: the output
-goes to the folder it names.
+holding anything besides its own files, which the swap would delete, and is held by one run at a time: a second
+run (another data folder, another terminal) claiming it is refused until the first one ends. A symbolic link is
+followed: the output goes to the folder it names.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -21,6 +24,11 @@ from bookrag.atomic_file import replace_folder
 from bookrag.config import PROJECT_ROOT, Settings, nearest_existing
 from bookrag.errors import BadArgumentError
 from bookrag.json_document import read_json_file
+
+# Whole-folder outputs this process holds (target -> open lock file), from the claim until the output is written (or
+# the process ends): a later claim of the same folder in this process (the compile's artifact after optimize.py
+# claimed it) is its own.
+_HELD: dict[Path, int] = {}
 
 
 @dataclass(frozen=True)
@@ -58,14 +66,19 @@ class OutputFolder:
             self._refuse_if_inside_the_book(book)
         self.check_replaceable()
         self._refuse_if_unwritable()
+        self._hold()
         return self.path
 
     def replace_whole(self, fill: Callable[[Path], None], data_dir: Path | None = None) -> None:
         """A whole-folder output written (`replace_folder`, recording the swap in `data_dir`; None: the one
         Settings.from_env() names), after checking the folder again: it was claimed before the work (hours, for a
         training), and files put there since would go with the swap."""
-        self.check_replaceable()
-        replace_folder(self.target, fill, data_dir or Settings.from_env().data_dir)
+        self._hold()
+        try:
+            self.check_replaceable()
+            replace_folder(self.target, fill, data_dir or Settings.from_env().data_dir)
+        finally:
+            os.close(_HELD.pop(self.target))  # written (or not): the next run may have it
 
     @property
     def target(self) -> Path:
@@ -95,6 +108,29 @@ class OutputFolder:
             raise self._refused(
                 f"holds files bookrag did not write ({listed(foreign)}) beside its {self.kind.name}, and a new one "
                 "replaces the whole folder: move them out, or name another folder")
+
+    def _hold(self) -> None:
+        """Hold a whole-folder output for this process (an exclusive lock, in the temporary folder so that nothing
+        is left beside the user's folder), or refuse it while another run holds it: two runs swapping into one
+        folder would each replace the other's output, and the swap records that repair a killed swap are per data
+        folder, so they cannot tell two runs with different data folders apart."""
+        target = self.target
+        if not self.kind.whole_folder or target in _HELD:
+            return
+        locks = Path(tempfile.gettempdir()) / "bookrag-output-locks"
+        locks.mkdir(exist_ok=True)
+        path = locks / (hashlib.sha256(os.fsencode(target)).hexdigest()[:32] + ".lock")
+        handle = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(handle, 32, 0).decode(errors="replace").strip()
+            os.close(handle)
+            raise self._refused(f"is being written by another bookrag run ({holder or 'pid unknown'}): wait for it "
+                                "to finish, or name another folder") from None
+        os.ftruncate(handle, 0)
+        os.pwrite(handle, f"pid {os.getpid()}".encode(), 0)
+        _HELD[target] = handle
 
     def _refuse_if_it_holds_what_bookrag_needs(self, settings: Settings, books: tuple[Path, ...]) -> None:
         resolved = self.target

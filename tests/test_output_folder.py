@@ -109,3 +109,39 @@ def test_a_path_under_a_regular_file_is_refused(tmp_path, user_settings):
 def test_a_folder_that_cannot_be_written_is_refused_with_the_reason(tmp_path, user_settings):
     """A real failing write: sysfs refuses new files even to root, whom permission bits would let through."""
     assert refused("/sys/bookrag-out", user_settings).endswith("cannot be written (/sys: Permission denied)")
+
+
+def test_a_folder_another_run_is_writing_is_refused_whatever_its_data_folder(tmp_path, user_settings):
+    """Two trainings (or compiles) into one --out, each with its own data folder, would each swap over the other's
+    output: the second claim is refused, naming the run that holds it, until that run ends."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "reader"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from bookrag.config import Settings; from bookrag.output_folder import OutputFolder; "
+         "from programs.compile.artifact import ARTIFACT_OUTPUT; "
+         f"s = Settings(book_dir=Path({str(user_settings.book_dir)!r}), data_dir=Path({str(tmp_path / 'other')!r})); "
+         f"OutputFolder(Path({str(out)!r}), ARTIFACT_OUTPUT).claim(s); print('held', flush=True); time.sleep(60)"],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        message = refused(out, user_settings)
+        assert f"is being written by another bookrag run (pid {holder.pid})" in message
+        assert "name another folder" in message
+    finally:
+        holder.kill()
+        holder.wait()
+    assert claim(out, user_settings) == out  # the run ended: the folder is free
+    assert claim(out, user_settings) == out  # and this process's own claim holds it again, as often as it asks
+    OutputFolder(out, ARTIFACT_OUTPUT).replace_whole(
+        lambda staging: (staging / "manifest.json").write_text(json.dumps(dict.fromkeys(MANIFEST_KEYS, "x"))),
+        user_settings.data_dir)
+    taker = subprocess.run(  # written: another run may take it now
+        [sys.executable, "-c", "from pathlib import Path; from bookrag.config import Settings; "
+         "from bookrag.output_folder import OutputFolder; from programs.compile.artifact import ARTIFACT_OUTPUT; "
+         f"OutputFolder(Path({str(out)!r}), ARTIFACT_OUTPUT).claim(Settings(book_dir=Path("
+         f"{str(user_settings.book_dir)!r}), data_dir=Path({str(tmp_path / 'other')!r})))"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert taker.returncode == 0, taker.stderr
