@@ -42,9 +42,13 @@ def parse_json(text: str | bytes, unique_keys: bool = False):
         raise NestedTooDeep("is nested too deeply to read") from None
 
 
+def given_twice(names: list[str]) -> list[str]:
+    """The names that `names` gives more than once, sorted (a JSON object's keys, a CSV header's columns)."""
+    return sorted({name for name in names if names.count(name) > 1})
+
+
 def _unique(pairs: list[tuple[str, object]]) -> dict:
-    keys = [key for key, _ in pairs]
-    if twice := sorted({key for key in keys if keys.count(key) > 1}):
+    if twice := given_twice([key for key, _ in pairs]):
         raise DuplicateKey(f"gives the key {', '.join(map(repr, twice))} twice")
     return dict(pairs)
 

@@ -78,7 +78,7 @@ class OutputFolder:
             self.check_replaceable()
             replace_folder(self.target, fill, data_dir or Settings.from_env().data_dir)
         finally:
-            os.close(_HELD.pop(self.target))  # written (or not): the next run may have it
+            self._release()  # written (or not): the next run may have it
 
     @property
     def target(self) -> Path:
@@ -131,6 +131,10 @@ class OutputFolder:
         os.ftruncate(handle, 0)
         os.pwrite(handle, f"pid {os.getpid()}".encode(), 0)
         _HELD[target] = handle
+
+    def _release(self) -> None:
+        if (handle := _HELD.pop(self.target, None)) is not None:
+            os.close(handle)
 
     def _refuse_if_it_holds_what_bookrag_needs(self, settings: Settings, books: tuple[Path, ...]) -> None:
         resolved = self.target

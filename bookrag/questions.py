@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookrag.errors import DatasetError
-from bookrag.json_document import DuplicateKey, NestedTooDeep, parse_json
+from bookrag.json_document import DuplicateKey, NestedTooDeep, given_twice, parse_json
 
 COLUMNS = ("id", "question", "answerable", "gold_sources", "key_facts", "reference_answer", "category",
            "history", "selected_text", "split", "style")
@@ -160,7 +160,7 @@ def _record_lines(path: Path) -> list[int]:
         reader = csv.reader(handle)
         try:
             header = next(reader, [])
-            if twice := sorted({c for c in header if header.count(c) > 1}):
+            if twice := given_twice(header):
                 raise DatasetError(f"{path}:1: the header names the column(s) {', '.join(map(repr, twice))} twice; "
                                    "keep one (which one is the label?)")
             previous_end = reader.line_num

@@ -118,13 +118,13 @@ def test_a_folder_another_run_is_writing_is_refused_whatever_its_data_folder(tmp
     import sys
 
     out = tmp_path / "reader"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from bookrag.config import Settings; from bookrag.output_folder import OutputFolder; "
-         "from programs.compile.artifact import ARTIFACT_OUTPUT; "
-         f"s = Settings(book_dir=Path({str(user_settings.book_dir)!r}), data_dir=Path({str(tmp_path / 'other')!r})); "
-         f"OutputFolder(Path({str(out)!r}), ARTIFACT_OUTPUT).claim(s); print('held', flush=True); time.sleep(60)"],
-        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    claim_elsewhere = (  # the claim of a run with another data folder
+        "import time; from pathlib import Path; from bookrag.config import Settings; "
+        "from bookrag.output_folder import OutputFolder; from programs.compile.artifact import ARTIFACT_OUTPUT; "
+        f"OutputFolder(Path({str(out)!r}), ARTIFACT_OUTPUT).claim(Settings(book_dir=Path("
+        f"{str(user_settings.book_dir)!r}), data_dir=Path({str(tmp_path / 'other')!r})))")
+    holder = subprocess.Popen([sys.executable, "-c", f"{claim_elsewhere}; print('held', flush=True); time.sleep(60)"],
+                              cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         message = refused(out, user_settings)
@@ -138,10 +138,6 @@ def test_a_folder_another_run_is_writing_is_refused_whatever_its_data_folder(tmp
     OutputFolder(out, ARTIFACT_OUTPUT).replace_whole(
         lambda staging: (staging / "manifest.json").write_text(json.dumps(dict.fromkeys(MANIFEST_KEYS, "x"))),
         user_settings.data_dir)
-    taker = subprocess.run(  # written: another run may take it now
-        [sys.executable, "-c", "from pathlib import Path; from bookrag.config import Settings; "
-         "from bookrag.output_folder import OutputFolder; from programs.compile.artifact import ARTIFACT_OUTPUT; "
-         f"OutputFolder(Path({str(out)!r}), ARTIFACT_OUTPUT).claim(Settings(book_dir=Path("
-         f"{str(user_settings.book_dir)!r}), data_dir=Path({str(tmp_path / 'other')!r})))"],
-        cwd=PROJECT_ROOT, capture_output=True, text=True)
+    taker = subprocess.run([sys.executable, "-c", claim_elsewhere],  # written: another run may take it now
+                           cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert taker.returncode == 0, taker.stderr
